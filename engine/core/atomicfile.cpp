@@ -1,0 +1,81 @@
+#include "engine/core/atomicfile.h"
+
+#include "engine/core/error.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace engine {
+namespace {
+
+std::string errnoText() { return std::strerror(errno); }
+
+} // namespace
+
+void writeFileAtomically(const std::filesystem::path &path, std::string_view bytes)
+{
+    std::error_code ec;
+    if (path.has_parent_path())
+        std::filesystem::create_directories(path.parent_path(), ec);
+    if (ec)
+        throw ioError("cannot create folder " + path.parent_path().string() + ": " + ec.message());
+
+    std::random_device random;
+    const std::filesystem::path temp = path.string() + ".tmp-" + std::to_string(::getpid()) + "-"
+        + std::to_string(random());
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        throw ioError("cannot write " + path.string() + ": " + errnoText());
+
+    const char *data = bytes.data();
+    size_t left = bytes.size();
+    while (left > 0) {
+        const ssize_t written = ::write(fd, data, left);
+        if (written < 0 && errno == EINTR)
+            continue;
+        if (written <= 0) {
+            const std::string reason = errnoText();
+            ::close(fd);
+            ::unlink(temp.c_str());
+            throw ioError("cannot write " + path.string() + ": " + reason);
+        }
+        data += written;
+        left -= static_cast<size_t>(written);
+    }
+    if (::fsync(fd) != 0 || ::close(fd) != 0) {
+        const std::string reason = errnoText();
+        ::unlink(temp.c_str());
+        throw ioError("cannot write " + path.string() + ": " + reason);
+    }
+    if (::rename(temp.c_str(), path.c_str()) != 0) {
+        const std::string reason = errnoText();
+        ::unlink(temp.c_str());
+        throw ioError("cannot write " + path.string() + ": " + reason);
+    }
+}
+
+std::string readFile(const std::filesystem::path &path)
+{
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+        throw ioError(path.string() + ": no such file");
+    if (std::filesystem::is_directory(path, ec))
+        throw ioError(path.string() + ": is a folder, expected a file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        throw ioError(path.string() + ": cannot be read (" + errnoText() + ")");
+    std::ostringstream out;
+    out << in.rdbuf();
+    if (in.bad())
+        throw ioError(path.string() + ": read failed");
+    return out.str();
+}
+
+} // namespace engine

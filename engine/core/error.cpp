@@ -1,0 +1,43 @@
+#include "engine/core/error.h"
+
+#include <c10/util/Exception.h>
+
+#include <exception>
+#include <new>
+
+namespace engine {
+
+std::string_view errorKindName(ErrorKind kind)
+{
+    switch (kind) {
+    case ErrorKind::InvalidInput: return "invalid input";
+    case ErrorKind::Io: return "I/O error";
+    case ErrorKind::OutOfMemory: return "out of memory";
+    case ErrorKind::Internal: return "internal error";
+    }
+    return "internal error";
+}
+
+ErrorInfo currentExceptionInfo()
+{
+    try {
+        throw;
+    } catch (const Error &e) {
+        return {e.kind(), e.what()};
+    } catch (const c10::OutOfMemoryError &e) {
+        return {ErrorKind::OutOfMemory, e.what_without_backtrace()};
+    } catch (const c10::Error &e) {
+        const std::string message = e.what_without_backtrace();
+        const bool oom = message.find("out of memory") != std::string::npos
+            || message.find("DefaultCPUAllocator: can't allocate memory") != std::string::npos;
+        return {oom ? ErrorKind::OutOfMemory : ErrorKind::Internal, message};
+    } catch (const std::bad_alloc &) {
+        return {ErrorKind::OutOfMemory, "out of host memory (std::bad_alloc)"};
+    } catch (const std::exception &e) {
+        return {ErrorKind::Internal, e.what()};
+    } catch (...) {
+        return {ErrorKind::Internal, "unknown exception"};
+    }
+}
+
+} // namespace engine

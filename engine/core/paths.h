@@ -1,0 +1,22 @@
+#pragma once
+// Where tunebench keeps things, following the XDG base directory specification.
+
+#include <filesystem>
+
+namespace engine {
+
+/// $XDG_DATA_HOME/tunebench or ~/.local/share/tunebench (not created).
+std::filesystem::path dataDir();
+/// $XDG_CONFIG_HOME/tunebench or ~/.config/tunebench (not created).
+std::filesystem::path configDir();
+/// $XDG_CACHE_HOME/tunebench or ~/.cache/tunebench (not created).
+std::filesystem::path cacheDir();
+/// dataDir()/runs.sqlite3: the run store when neither a flag nor the setting names another.
+std::filesystem::path defaultStorePath();
+/// Folder of bundled resources: $TUNEBENCH_RESOURCES, else the installed share/tunebench, else the
+/// source tree's resources/ (for a build that is run in place).
+std::filesystem::path resourcesDir();
+/// The bundled demo corpus (public domain text) inside resourcesDir().
+std::filesystem::path demoCorpusPath();
+
+} // namespace engine

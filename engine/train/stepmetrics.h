@@ -1,0 +1,19 @@
+#pragma once
+
+#include <cstdint>
+
+namespace engine::train {
+
+/// What the trainer reports after every optimizer step. Plain value, cheap to copy across threads.
+struct StepMetrics {
+    int64_t step = 0;        ///< 1-based
+    int64_t totalSteps = 0;
+    double loss = 0;
+    double learningRate = 0;
+    double gradNorm = 0;     ///< total L2 norm before clipping
+    double tokensPerSecond = 0;
+    double wallSeconds = 0;  ///< since the first step started
+    double etaSeconds = 0;   ///< estimate of the time left
+};
+
+} // namespace engine::train

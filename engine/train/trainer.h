@@ -1,0 +1,51 @@
+#pragma once
+// The training job: corpus -> tokenizer -> packed sequences -> LLaMA model -> AdamW steps, with
+// every step's metrics written to the run store and reported to an observer.
+//
+// How to use (from any thread that may block; the GUI calls it on the engine thread):
+//   engine::JobControl control;          // another thread may requestCancel() / setPaused()
+//   MyObserver observer;                 // receives log lines and step metrics on this thread
+//   TrainingOutcome outcome = runTraining(params, control, observer);   // never throws
+
+#include "engine/core/error.h"
+#include "engine/core/jobcontrol.h"
+#include "engine/core/loglevel.h"
+#include "engine/train/stepmetrics.h"
+#include "engine/train/trainingparams.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace engine::train {
+
+/// Callbacks from the training thread. Keep them fast: they run between steps.
+class TrainingObserver {
+public:
+    virtual ~TrainingObserver() = default;
+    /// The run exists in the store (called once, before the first step).
+    virtual void onRunCreated(int64_t runId, const std::string &storePath) {}
+    /// A human-readable line: phases (tokenizing, building the model), warnings.
+    virtual void onLog(LogLevel level, const std::string &text) {}
+    /// After every optimizer step.
+    virtual void onStep(const StepMetrics &metrics) {}
+};
+
+/// How a training job ended.
+struct TrainingOutcome {
+    JobStatus status = JobStatus::Failed;
+    std::optional<ErrorInfo> error; ///< set when status is Failed
+    int64_t runId = 0;              ///< 0 when the job failed before the run was created
+    std::string storePath;
+    int64_t stepsCompleted = 0;
+    double firstLoss = 0;
+    double lastLoss = 0;
+    std::string lossPlotPath;       ///< PNG of the loss curve; empty when no step completed
+};
+
+/// Runs a whole training job. Never throws: bad settings, I/O failures and torch errors come back
+/// as Failed with a typed error; a cancel request ends it as Cancelled at the next step boundary.
+/// The run is never left marked Running.
+TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, TrainingObserver &observer);
+
+} // namespace engine::train
