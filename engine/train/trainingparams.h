@@ -18,7 +18,7 @@ struct TrainingParams {
 
     int64_t steps = 300;
     double learningRate = 3e-3;
-    int64_t warmupSteps = 30;
+    int64_t warmupSteps = -1; ///< linear warmup; -1 = 10 % of the steps
     double minLearningRateRatio = 0.1; ///< cosine decay after warmup ends at this fraction of the peak
     int64_t batchSize = 8;
     int64_t sequenceLength = 128;
@@ -26,6 +26,9 @@ struct TrainingParams {
     double gradClipNorm = 1.0;  ///< 0 = no clipping (the norm is still measured)
     int threads = 0;            ///< libtorch threads; 0 = all cores
     uint64_t seed = 1234;
+
+    /// warmupSteps, or 10 % of the steps when it is -1.
+    int64_t effectiveWarmupSteps() const { return warmupSteps < 0 ? steps / 10 : warmupSteps; }
 
     /// Throws Error(InvalidInput) with one clear message naming the first bad setting and its limit.
     void validate() const;

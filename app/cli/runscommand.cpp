@@ -1,0 +1,156 @@
+// `tunebench runs list|show`: the runs kept in the run store.
+
+#include "app/cli/command.h"
+
+#include "engine/core/error.h"
+#include "engine/core/settings.h"
+#include "engine/store/runstore.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+namespace app::cli {
+namespace {
+
+class RunsCommand : public Command {
+public:
+    RunsCommand(CLI::App &app, const GlobalOptions &globals) : m_globals(globals)
+    {
+        m_command = app.add_subcommand("runs", "List and show the runs kept in the run database");
+        m_command->require_subcommand(1);
+        m_list = m_command->add_subcommand("list", "List runs, newest first");
+        m_list->add_flag("--json", m_json, "Print JSON instead of a table");
+        m_show = m_command->add_subcommand("show", "Show one run: settings, events, artifacts, last metrics");
+        m_show->add_option("id", m_runId, "Run id")->required();
+        m_show->add_flag("--json", m_json, "Print JSON");
+    }
+
+    CLI::App *subcommand() const override { return m_command; }
+
+    int run() override
+    {
+        try {
+            std::string path = m_globals.storePath;
+            if (path.empty())
+                path = engine::loadSettings().effectiveStorePath().string();
+            auto store = engine::store::RunStore::open(path);
+            return m_show->parsed() ? show(store) : list(store);
+        } catch (const engine::Error &e) {
+            std::fprintf(stderr, "tunebench: %s\n", e.what());
+            return ExitFailed;
+        }
+    }
+
+private:
+    struct Summary {
+        int64_t steps = 0;
+        double lastLoss = 0;
+        bool hasLoss = false;
+    };
+
+    static Summary summarize(engine::store::RunStore &store, int64_t run)
+    {
+        Summary s;
+        const auto loss = store.metric(run, "train/loss");
+        if (!loss.empty()) {
+            s.steps = loss.back().step;
+            s.lastLoss = loss.back().value;
+            s.hasLoss = true;
+        }
+        return s;
+    }
+
+    int list(engine::store::RunStore &store)
+    {
+        const auto runs = store.listRuns();
+        if (m_json) {
+            nlohmann::json out = nlohmann::json::array();
+            for (const auto &r : runs) {
+                const Summary s = summarize(store, r.id);
+                out.push_back({{"id", r.id}, {"name", r.name}, {"status", engine::store::runStatusName(r.status)},
+                               {"created", r.created}, {"finished", r.finished}, {"model", r.model},
+                               {"steps", s.steps}, {"last_loss", s.hasLoss ? nlohmann::json(s.lastLoss) : nlohmann::json()}});
+            }
+            std::cout << out.dump(2) << "\n";
+            return ExitOk;
+        }
+        if (runs.empty()) {
+            std::printf("no runs yet in %s\n", store.path().c_str());
+            return ExitOk;
+        }
+        std::printf("%5s  %-11s  %7s  %9s  %-20s  %s\n", "ID", "STATUS", "STEPS", "LOSS", "CREATED", "NAME");
+        for (const auto &r : runs) {
+            const Summary s = summarize(store, r.id);
+            char loss[32] = "-";
+            if (s.hasLoss)
+                std::snprintf(loss, sizeof loss, "%.4f", s.lastLoss);
+            std::printf("%5lld  %-11s  %7lld  %9s  %-20s  %s\n", static_cast<long long>(r.id),
+                        engine::store::runStatusName(r.status), static_cast<long long>(s.steps), loss, r.created.c_str(),
+                        r.name.c_str());
+        }
+        std::printf("(%zu run%s in %s)\n", runs.size(), runs.size() == 1 ? "" : "s", store.path().c_str());
+        return ExitOk;
+    }
+
+    int show(engine::store::RunStore &store)
+    {
+        const auto run = store.run(m_runId);
+        if (!run) {
+            std::fprintf(stderr, "tunebench: no run %lld in %s\n", static_cast<long long>(m_runId), store.path().c_str());
+            return ExitFailed;
+        }
+        const Summary s = summarize(store, run->id);
+        nlohmann::json out = {{"id", run->id}, {"name", run->name}, {"status", engine::store::runStatusName(run->status)},
+                              {"created", run->created}, {"finished", run->finished}, {"model", run->model},
+                              {"notes", run->notes}, {"steps", s.steps}};
+        out["config"] = nlohmann::json::parse(run->configJson, nullptr, false);
+        if (s.hasLoss)
+            out["last_loss"] = s.lastLoss;
+        out["metrics"] = store.metricKeys(run->id);
+        for (const auto &e : store.events(run->id))
+            out["events"].push_back({{"time", e.time}, {"level", engine::logLevelName(e.level)}, {"text", e.text}});
+        for (const auto &a : store.artifacts(run->id))
+            out["artifacts"].push_back({{"kind", a.kind}, {"path", a.path}});
+        if (m_json) {
+            std::cout << out.dump(2) << "\n";
+            return ExitOk;
+        }
+        std::printf("run %lld: %s\n  status:   %s\n  model:    %s\n  created:  %s\n  finished: %s\n  steps:    %lld\n",
+                    static_cast<long long>(run->id), run->name.c_str(), engine::store::runStatusName(run->status),
+                    run->model.c_str(), run->created.c_str(), run->finished.empty() ? "-" : run->finished.c_str(),
+                    static_cast<long long>(s.steps));
+        if (s.hasLoss)
+            std::printf("  loss:     %.4f\n", s.lastLoss);
+        if (out.contains("events")) {
+            std::printf("events:\n");
+            for (const auto &e : out["events"])
+                std::printf("  %s  %-7s  %s\n", e["time"].get<std::string>().c_str(), e["level"].get<std::string>().c_str(),
+                            e["text"].get<std::string>().c_str());
+        }
+        if (out.contains("artifacts")) {
+            std::printf("artifacts:\n");
+            for (const auto &a : out["artifacts"])
+                std::printf("  %-10s  %s\n", a["kind"].get<std::string>().c_str(), a["path"].get<std::string>().c_str());
+        }
+        std::printf("settings:\n%s\n", out["config"].dump(2).c_str());
+        return ExitOk;
+    }
+
+    const GlobalOptions &m_globals;
+    CLI::App *m_command = nullptr;
+    CLI::App *m_list = nullptr;
+    CLI::App *m_show = nullptr;
+    int64_t m_runId = 0;
+    bool m_json = false;
+};
+
+} // namespace
+
+std::unique_ptr<Command> makeRunsCommand(CLI::App &app, const GlobalOptions &globals)
+{
+    return std::make_unique<RunsCommand>(app, globals);
+}
+
+} // namespace app::cli

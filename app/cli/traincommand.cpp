@@ -1,0 +1,128 @@
+// `tunebench train`: trains a model on a text corpus headless, with a progress bar.
+
+#include "app/cli/command.h"
+#include "app/cli/interruptwatcher.h"
+#include "app/cli/progressbar.h"
+
+#include "engine/core/error.h"
+#include "engine/core/settings.h"
+#include "engine/train/trainer.h"
+
+#include <cstdio>
+
+namespace app::cli {
+namespace {
+
+class TerminalObserver : public engine::train::TrainingObserver {
+public:
+    explicit TerminalObserver(ProgressBar &bar) : m_bar(bar) {}
+    void onLog(engine::LogLevel level, const std::string &text) override
+    {
+        const bool important = level == engine::LogLevel::Warning || level == engine::LogLevel::Error;
+        m_bar.printLine(std::string(important ? "tunebench: " + std::string(engine::logLevelName(level)) + ": " : "tunebench: ") + text);
+    }
+    void onStep(const engine::train::StepMetrics &metrics) override { m_bar.update(metrics); }
+
+private:
+    ProgressBar &m_bar;
+};
+
+class TrainCommand : public Command {
+public:
+    TrainCommand(CLI::App &app, const GlobalOptions &globals) : m_globals(globals)
+    {
+        m_command = app.add_subcommand("train", "Train a model on a text corpus (headless, with a progress bar)");
+        m_command->footer("Without --model, trains the built-in demo model (LLaMA architecture, ~2 M parameters),\n"
+                          "freshly initialised. Without --data, uses the bundled demo corpus (Moby-Dick).\n"
+                          "Ctrl+C stops after the current step and keeps the run.");
+        auto &p = m_params;
+        m_command->add_option("--model", p.modelPath, "Model folder with config.json, or a config.json file")
+            ->check(CLI::ExistingPath);
+        m_command->add_option("--data", p.dataPath, "UTF-8 text corpus (default: the bundled demo corpus)");
+        m_command->add_option("--tokenizer", p.tokenizerPath,
+                              "SentencePiece tokenizer.model (default: the model folder's, else one trained on the corpus)");
+        m_command->add_option("--steps", p.steps, "Optimizer steps")->capture_default_str();
+        m_command->add_option("--lr", p.learningRate, "Peak learning rate")->capture_default_str();
+        m_command->add_option("--warmup", p.warmupSteps, "Linear warmup steps (default: 10 % of the steps)");
+        m_command->add_option("--min-lr-ratio", p.minLearningRateRatio, "Cosine decay ends at this fraction of the peak")
+            ->capture_default_str();
+        m_command->add_option("--batch-size", p.batchSize, "Sequences per step")->capture_default_str();
+        m_command->add_option("--seq-len", p.sequenceLength, "Tokens per sequence")->capture_default_str();
+        m_command->add_option("--weight-decay", p.weightDecay, "AdamW weight decay")->capture_default_str();
+        m_command->add_option("--grad-clip", p.gradClipNorm, "Clip the gradient norm to this (0 = off)")->capture_default_str();
+        m_command->add_option("--threads", m_threads, "CPU threads (default: the setting, else all cores)");
+        m_command->add_option("--seed", p.seed, "Random seed")->capture_default_str();
+        m_command->add_option("--name", p.runName, "Run name (default: model and corpus names)");
+        m_command->add_option("--output", p.outputDir, "Folder for the run's files (default: <data dir>/runs/<id>)");
+        m_command->add_flag("--quiet,-q", m_quiet, "Print only the summary");
+    }
+
+    CLI::App *subcommand() const override { return m_command; }
+
+    int run() override
+    {
+        engine::train::TrainingParams params = m_params;
+        params.storePath = m_globals.storePath;
+        try {
+            const engine::Settings settings = engine::loadSettings();
+            params.threads = m_threads >= 0 ? m_threads : settings.threads;
+            if (params.storePath.empty())
+                params.storePath = settings.effectiveStorePath().string();
+        } catch (const engine::Error &e) {
+            std::fprintf(stderr, "tunebench: %s\n", e.what());
+            return ExitFailed;
+        }
+
+        ProgressBar bar(stderr);
+        TerminalObserver verbose(bar);
+        engine::train::TrainingObserver silent;
+        engine::JobControl control;
+        InterruptWatcher watcher(control, [] {
+            const char message[] = "\ntunebench: stopping after this step (Ctrl+C again to quit at once)\n";
+            std::fwrite(message, 1, sizeof message - 1, stderr);
+        });
+        const engine::train::TrainingOutcome outcome =
+            engine::train::runTraining(params, control, m_quiet ? silent : static_cast<engine::train::TrainingObserver &>(verbose));
+        bar.finish();
+        return report(outcome);
+    }
+
+private:
+    static int report(const engine::train::TrainingOutcome &outcome)
+    {
+        if (outcome.status == engine::JobStatus::Failed) {
+            std::fprintf(stderr, "tunebench: %s: %s\n", std::string(engine::errorKindName(outcome.error->kind)).c_str(),
+                         outcome.error->message.c_str());
+            if (outcome.runId > 0)
+                std::fprintf(stderr, "tunebench: run %lld is marked failed in %s\n",
+                             static_cast<long long>(outcome.runId), outcome.storePath.c_str());
+            return ExitFailed;
+        }
+        if (outcome.runId == 0) {
+            std::printf("cancelled before training started; no run was recorded\n");
+            return ExitCancelled;
+        }
+        std::printf("run %lld %s: %lld steps, loss %.4f -> %.4f\n", static_cast<long long>(outcome.runId),
+                    engine::jobStatusName(outcome.status), static_cast<long long>(outcome.stepsCompleted),
+                    outcome.firstLoss, outcome.lastLoss);
+        std::printf("run database: %s\n", outcome.storePath.c_str());
+        if (!outcome.lossPlotPath.empty())
+            std::printf("loss curve:   %s\n", outcome.lossPlotPath.c_str());
+        return outcome.status == engine::JobStatus::Succeeded ? ExitOk : ExitCancelled;
+    }
+
+    const GlobalOptions &m_globals;
+    CLI::App *m_command = nullptr;
+    engine::train::TrainingParams m_params;
+    int m_threads = -1;
+    bool m_quiet = false;
+};
+
+} // namespace
+
+std::unique_ptr<Command> makeTrainCommand(CLI::App &app, const GlobalOptions &globals)
+{
+    return std::make_unique<TrainCommand>(app, globals);
+}
+
+} // namespace app::cli

@@ -1,0 +1,70 @@
+// tunebench: the GUI with no arguments (when a display is there), headless subcommands otherwise.
+
+#include "app/cli/command.h"
+
+#include "engine/core/version.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#ifdef TUNEBENCH_WITH_GUI
+#include "ui/application.h"
+#endif
+
+namespace {
+
+bool displayAvailable()
+{
+    for (const char *name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) {
+        if (const char *value = std::getenv(name); value && *value)
+            return true;
+    }
+    return false;
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+#ifdef TUNEBENCH_WITH_GUI
+    if (argc == 1 && displayAvailable())
+        return ui::runApplication(argc, argv);
+#endif
+
+    CLI::App app{"tunebench: fine-tune and debug transformer language models.\n"
+                 "Run without arguments for the desktop GUI (or, with no display, the demo in the terminal)."};
+    app.set_version_flag("--version", std::string("tunebench ") + engine::version());
+    app.fallthrough();
+    app.failure_message([](const CLI::App *, const CLI::Error &e) {
+        return std::string("tunebench: ") + e.what() + " (see --help)\n";
+    });
+    app::cli::GlobalOptions globals;
+    app.add_option("--db", globals.storePath, "Run database (default: the setting, else ~/.local/share/tunebench/runs.sqlite3)");
+
+    std::vector<std::unique_ptr<app::cli::Command>> commands;
+    commands.push_back(app::cli::makeTrainCommand(app, globals));
+    commands.push_back(app::cli::makeRunsCommand(app, globals));
+
+    if (argc == 1) {
+        // No display (or a build without the GUI): the same demo, in the terminal.
+        std::fprintf(stderr, "tunebench: no display found; training the demo model in the terminal "
+                             "(run `tunebench --help` for the commands)\n");
+        static char trainWord[] = "train";
+        static char *demoArgv[] = {argv[0], trainWord, nullptr};
+        argc = 2;
+        argv = demoArgv;
+    }
+
+    try {
+        app.require_subcommand(1);
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        return app.exit(e);
+    }
+    for (auto &command : commands) {
+        if (command->subcommand()->parsed())
+            return command->run();
+    }
+    return app::cli::ExitUsage;
+}

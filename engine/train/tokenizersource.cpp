@@ -1,0 +1,62 @@
+#include "engine/train/tokenizersource.h"
+
+#include "engine/core/error.h"
+#include "engine/core/paths.h"
+#include "engine/model/llamaconfig.h"
+#include "engine/train/textcorpus.h"
+#include "engine/train/trainer.h"
+#include "engine/train/trainingparams.h"
+
+#include <cstdio>
+
+namespace engine::train {
+namespace {
+
+std::filesystem::path cachedTokenizerPath(const std::string &corpusText, int64_t vocabSize)
+{
+    char name[64];
+    std::snprintf(name, sizeof name, "%016llx-v%lld.model", static_cast<unsigned long long>(contentHash(corpusText)),
+                  static_cast<long long>(vocabSize));
+    return cacheDir() / "tokenizers" / name;
+}
+
+} // namespace
+
+TokenizerChoice resolveTokenizer(const TrainingParams &params, const model::LlamaConfig &config,
+                                 const std::filesystem::path &corpusPath, const std::string &corpusText,
+                                 TrainingObserver &observer)
+{
+    std::filesystem::path path;
+    std::error_code ec;
+    if (!params.tokenizerPath.empty()) {
+        path = params.tokenizerPath;
+    } else if (!params.modelPath.empty() && std::filesystem::is_directory(params.modelPath, ec)
+               && std::filesystem::exists(std::filesystem::path(params.modelPath) / "tokenizer.model", ec)) {
+        path = std::filesystem::path(params.modelPath) / "tokenizer.model";
+    }
+
+    if (path.empty()) {
+        path = cachedTokenizerPath(corpusText, config.vocabSize);
+        if (!std::filesystem::exists(path, ec)) {
+            observer.onLog(LogLevel::Info, "training a SentencePiece tokenizer (" + std::to_string(config.vocabSize)
+                                               + " pieces) on " + corpusPath.string());
+            tokenize::SentencePieceTrainOptions options;
+            options.vocabSize = static_cast<int>(config.vocabSize);
+            options.threads = params.threads;
+            tokenize::SentencePieceTokenizer::train(corpusPath, path, options);
+        } else {
+            observer.onLog(LogLevel::Info, "using the cached tokenizer " + path.string());
+        }
+    } else {
+        observer.onLog(LogLevel::Info, "tokenizer " + path.string());
+    }
+
+    TokenizerChoice choice{tokenize::SentencePieceTokenizer::load(path), path};
+    if (choice.tokenizer.vocabSize() > config.vocabSize) {
+        throw invalidInput("tokenizer " + path.string() + " has " + std::to_string(choice.tokenizer.vocabSize())
+                           + " pieces but the model's vocab_size is " + std::to_string(config.vocabSize));
+    }
+    return choice;
+}
+
+} // namespace engine::train

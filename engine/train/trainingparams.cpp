@@ -1,0 +1,77 @@
+#include "engine/train/trainingparams.h"
+
+#include "engine/core/error.h"
+#include "engine/core/threads.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <sstream>
+
+namespace engine::train {
+namespace {
+
+template<typename T>
+void requireRange(const char *name, T value, T low, T high, const char *hint = "")
+{
+    if (!(value >= low && value <= high)) {
+        std::ostringstream out;
+        out << "setting " << name << " = " << value << " is out of range: it must be between " << low << " and "
+            << high << hint;
+        throw invalidInput(out.str());
+    }
+}
+
+void requireFinite(const char *name, double value)
+{
+    if (!std::isfinite(value))
+        throw invalidInput(std::string("setting ") + name + " must be a finite number");
+}
+
+} // namespace
+
+void TrainingParams::validate() const
+{
+    requireRange<int64_t>("steps", steps, 1, 100'000'000);
+    requireFinite("learning rate", learningRate);
+    if (learningRate <= 0)
+        throw invalidInput("setting learning rate = " + std::to_string(learningRate) + " must be greater than 0");
+    requireRange("learning rate", learningRate, 1e-12, 10.0);
+    if (warmupSteps != -1)
+        requireRange<int64_t>("warmup steps", warmupSteps, 0, steps, " (the number of steps)");
+    requireFinite("min learning rate ratio", minLearningRateRatio);
+    requireRange("min learning rate ratio", minLearningRateRatio, 0.0, 1.0);
+    requireRange<int64_t>("batch size", batchSize, 1, 65536);
+    requireRange<int64_t>("sequence length", sequenceLength, 2, 1 << 20);
+    requireFinite("weight decay", weightDecay);
+    requireRange("weight decay", weightDecay, 0.0, 10.0);
+    requireFinite("gradient clip norm", gradClipNorm);
+    requireRange("gradient clip norm", gradClipNorm, 0.0, 1e9);
+    const int cores = hardwareThreads();
+    if (threads < 0 || threads > cores) {
+        throw invalidInput("setting threads = " + std::to_string(threads) + " is out of range: this machine has "
+                           + std::to_string(cores) + (cores == 1 ? " core" : " cores")
+                           + ", so use 1 to " + std::to_string(cores) + " (0 = all cores)");
+    }
+}
+
+nlohmann::json TrainingParams::toJson() const
+{
+    return {
+        {"model", modelPath},
+        {"data", dataPath},
+        {"tokenizer", tokenizerPath},
+        {"steps", steps},
+        {"learning_rate", learningRate},
+        {"warmup_steps", effectiveWarmupSteps()},
+        {"min_learning_rate_ratio", minLearningRateRatio},
+        {"batch_size", batchSize},
+        {"sequence_length", sequenceLength},
+        {"weight_decay", weightDecay},
+        {"grad_clip_norm", gradClipNorm},
+        {"threads", threads},
+        {"seed", seed},
+    };
+}
+
+} // namespace engine::train

@@ -1,0 +1,242 @@
+// The headless CLI, run as a user would: a child process per command.
+
+#include "engine/store/runstore.h"
+#include "support/tempdir.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ProcessResult {
+    int exitCode = -1;
+    std::string out;
+    std::string err;
+};
+
+std::string slurp(const fs::path &path)
+{
+    std::ifstream in(path);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+class CliTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite()
+    {
+        s_dir = new testing_support::TempDir("cli");
+        testing_support::isolateXdgDirs(s_dir->path());
+        testing_support::writeCorpusSlice(s_dir->path() / "corpus.txt", 100'000);
+        testing_support::writeTinyConfig(s_dir->path() / "tiny");
+    }
+    static void TearDownTestSuite()
+    {
+        delete s_dir;
+        s_dir = nullptr;
+    }
+
+    /// Starts `tunebench args...` with stdout/stderr captured to files; returns the pid.
+    pid_t spawn(const std::vector<std::string> &args, const std::string &tag)
+    {
+        const fs::path out = s_dir->path() / (tag + ".out");
+        const fs::path err = s_dir->path() / (tag + ".err");
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            ::dup2(o, 1);
+            ::dup2(e, 2);
+            ::unsetenv("DISPLAY");
+            ::unsetenv("WAYLAND_DISPLAY");
+            ::unsetenv("QT_QPA_PLATFORM");
+            std::vector<char *> argv;
+            std::string binary = TUNEBENCH_CLI;
+            argv.push_back(binary.data());
+            std::vector<std::string> copy = args;
+            for (auto &a : copy)
+                argv.push_back(a.data());
+            argv.push_back(nullptr);
+            ::execv(binary.c_str(), argv.data());
+            ::_exit(127);
+        }
+        return pid;
+    }
+
+    ProcessResult finish(pid_t pid, const std::string &tag)
+    {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        ProcessResult r;
+        r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        r.out = slurp(s_dir->path() / (tag + ".out"));
+        r.err = slurp(s_dir->path() / (tag + ".err"));
+        return r;
+    }
+
+    ProcessResult run(const std::vector<std::string> &args, const std::string &tag = "cmd")
+    {
+        return finish(spawn(args, tag), tag);
+    }
+
+    std::vector<std::string> trainArgs(const std::string &db, int steps)
+    {
+        return {"--db", db, "train", "--model", (s_dir->path() / "tiny").string(),
+                "--data", (s_dir->path() / "corpus.txt").string(), "--steps", std::to_string(steps),
+                "--batch-size", "2", "--seq-len", "32", "--threads", "1", "--lr", "0.01",
+                "--output", (s_dir->path() / ("out-" + fs::path(db).stem().string())).string()};
+    }
+
+    std::string db(const std::string &name) const { return (s_dir->path() / name).string(); }
+
+    static testing_support::TempDir *s_dir;
+};
+
+testing_support::TempDir *CliTest::s_dir = nullptr;
+
+int64_t storedLossSteps(const std::string &dbPath)
+{
+    if (!fs::exists(dbPath))
+        return 0;
+    try {
+        auto store = engine::store::RunStore::open(dbPath);
+        const auto runs = store.listRuns();
+        return runs.empty() ? 0 : static_cast<int64_t>(store.metric(runs.front().id, "train/loss").size());
+    } catch (...) {
+        return 0;
+    }
+}
+
+} // namespace
+
+TEST_F(CliTest, TrainWritesARunThatRunsListShows)
+{
+    const std::string store = db("list.sqlite3");
+    const ProcessResult train = run(trainArgs(store, 6), "train");
+    ASSERT_EQ(train.exitCode, 0) << train.err;
+    EXPECT_NE(train.out.find("run 1 succeeded: 6 steps"), std::string::npos) << train.out;
+    EXPECT_NE(train.out.find(store), std::string::npos) << "prints where the run database is";
+    EXPECT_NE(train.out.find("loss.png"), std::string::npos) << "prints where the loss plot is";
+
+    const ProcessResult list = run({"--db", store, "runs", "list"}, "list");
+    ASSERT_EQ(list.exitCode, 0) << list.err;
+    EXPECT_NE(list.out.find("succeeded"), std::string::npos) << list.out;
+    EXPECT_NE(list.out.find("tiny on corpus"), std::string::npos) << list.out;
+
+    const ProcessResult json = run({"runs", "list", "--json", "--db", store}, "json");
+    ASSERT_EQ(json.exitCode, 0) << json.err;
+    const auto runs = nlohmann::json::parse(json.out);
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0]["steps"], 6);
+    EXPECT_EQ(runs[0]["status"], "succeeded");
+
+    const ProcessResult show = run({"--db", store, "runs", "show", "1"}, "show");
+    ASSERT_EQ(show.exitCode, 0) << show.err;
+    EXPECT_NE(show.out.find("loss_plot"), std::string::npos) << show.out;
+}
+
+TEST_F(CliTest, HelpNamesTheOptions)
+{
+    const ProcessResult help = run({"train", "--help"}, "help");
+    EXPECT_EQ(help.exitCode, 0);
+    for (const char *option : {"--data", "--model", "--steps", "--lr", "--batch-size", "--seq-len", "--threads"})
+        EXPECT_NE(help.out.find(option), std::string::npos) << option;
+    const ProcessResult runsHelp = run({"runs", "list", "--help"}, "help2");
+    EXPECT_EQ(runsHelp.exitCode, 0);
+}
+
+TEST_F(CliTest, BadSettingsGiveOneClearMessageAndNoRun)
+{
+    const std::string store = db("bad.sqlite3");
+    struct Case {
+        std::vector<std::string> extra;
+        const char *mention;
+    };
+    const std::vector<Case> cases = {
+        {{"--lr", "abc"}, "--lr"},
+        {{"--lr", "-0.001"}, "learning rate"},
+        {{"--batch-size", "0"}, "batch size"},
+        {{"--threads", "4096"}, "threads"},
+        {{"--data", "/nonexistent/corpus.txt"}, "/nonexistent/corpus.txt"},
+        {{"--steps", "many"}, "--steps"},
+    };
+    int i = 0;
+    for (const Case &c : cases) {
+        std::vector<std::string> args = trainArgs(store, 3);
+        args.insert(args.end(), c.extra.begin(), c.extra.end());
+        const ProcessResult r = run(args, "bad" + std::to_string(i++));
+        EXPECT_NE(r.exitCode, 0) << c.mention;
+        EXPECT_NE(r.err.find(c.mention), std::string::npos) << "stderr: " << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one message, got: " << r.err;
+    }
+    EXPECT_EQ(storedLossSteps(store), 0);
+    if (fs::exists(store)) {
+        auto s = engine::store::RunStore::open(store);
+        EXPECT_TRUE(s.listRuns().empty());
+    }
+}
+
+TEST_F(CliTest, SigkillMidRunLeavesAnIntactDatabaseAndAnInterruptedRun)
+{
+    const std::string store = db("killed.sqlite3");
+    const pid_t pid = spawn(trainArgs(store, 100000), "killed");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (storedLossSteps(store) < 5 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_GE(storedLossSteps(store), 5) << "the child never committed metrics";
+    ::kill(pid, SIGKILL);
+    const ProcessResult r = finish(pid, "killed");
+    EXPECT_EQ(r.exitCode, 128 + SIGKILL);
+
+    sqlite3 *raw = nullptr;
+    ASSERT_EQ(sqlite3_open_v2(store.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+    sqlite3_stmt *check = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(raw, "PRAGMA integrity_check", -1, &check, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(check), SQLITE_ROW);
+    EXPECT_STREQ(reinterpret_cast<const char *>(sqlite3_column_text(check, 0)), "ok");
+    sqlite3_finalize(check);
+    sqlite3_close(raw);
+
+    auto s = engine::store::RunStore::open(store);
+    const auto runs = s.listRuns();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, engine::store::RunStatus::Interrupted);
+    const auto loss = s.metric(runs[0].id, "train/loss");
+    ASSERT_GE(loss.size(), 5u);
+    for (size_t i = 0; i < loss.size(); ++i)
+        EXPECT_EQ(loss[i].step, static_cast<int64_t>(i + 1)) << "metrics must have no gaps";
+
+    const ProcessResult list = run({"--db", store, "runs", "list"}, "list-killed");
+    EXPECT_NE(list.out.find("interrupted"), std::string::npos) << list.out;
+}
+
+TEST_F(CliTest, CtrlCStopsAtAStepBoundaryAndKeepsTheRun)
+{
+    const std::string store = db("interrupted.sqlite3");
+    const pid_t pid = spawn(trainArgs(store, 100000), "sigint");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (storedLossSteps(store) < 3 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ::kill(pid, SIGINT);
+    const ProcessResult r = finish(pid, "sigint");
+    EXPECT_EQ(r.exitCode, 130) << r.err;
+    EXPECT_NE(r.out.find("cancelled"), std::string::npos) << r.out;
+    auto s = engine::store::RunStore::open(store);
+    const auto runs = s.listRuns();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].status, engine::store::RunStatus::Cancelled);
+}

@@ -1,0 +1,268 @@
+#include "engine/core/jobcontrol.h"
+#include "engine/store/runstore.h"
+#include "engine/train/trainer.h"
+#include "support/tempdir.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+namespace fs = std::filesystem;
+using engine::JobStatus;
+using engine::train::StepMetrics;
+using engine::train::TrainingParams;
+
+namespace {
+
+class RecordingObserver : public engine::train::TrainingObserver {
+public:
+    std::function<void(const StepMetrics &)> onEachStep;
+    std::vector<StepMetrics> steps;
+    std::vector<std::string> logs;
+    int64_t runId = 0;
+
+    void onRunCreated(int64_t id, const std::string &) override { runId = id; }
+    void onLog(engine::LogLevel, const std::string &text) override { logs.push_back(text); }
+    void onStep(const StepMetrics &m) override
+    {
+        steps.push_back(m);
+        if (onEachStep)
+            onEachStep(m);
+    }
+};
+
+class TrainerTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite()
+    {
+        s_dir = new testing_support::TempDir("trainer");
+        testing_support::isolateXdgDirs(s_dir->path());
+        testing_support::writeCorpusSlice(s_dir->path() / "corpus.txt", 120'000);
+        testing_support::writeTinyConfig(s_dir->path() / "tiny");
+    }
+    static void TearDownTestSuite()
+    {
+        delete s_dir;
+        s_dir = nullptr;
+    }
+
+    TrainingParams tinyParams(const std::string &db) const
+    {
+        TrainingParams p;
+        p.modelPath = (s_dir->path() / "tiny").string();
+        p.dataPath = (s_dir->path() / "corpus.txt").string();
+        p.storePath = (s_dir->path() / db).string();
+        p.outputDir = (s_dir->path() / ("out-" + db)).string();
+        p.steps = 40;
+        p.learningRate = 1e-2;
+        p.warmupSteps = 5;
+        p.batchSize = 4;
+        p.sequenceLength = 32;
+        p.threads = 1;
+        return p;
+    }
+
+    static testing_support::TempDir *s_dir;
+};
+
+testing_support::TempDir *TrainerTest::s_dir = nullptr;
+
+double meanLoss(const std::vector<StepMetrics> &steps, size_t from, size_t to)
+{
+    double sum = 0;
+    for (size_t i = from; i < to; ++i)
+        sum += steps[i].loss;
+    return sum / static_cast<double>(to - from);
+}
+
+} // namespace
+
+TEST_F(TrainerTest, LossFallsAndEveryStepIsStored)
+{
+    engine::JobControl control;
+    RecordingObserver observer;
+    TrainingParams params = tinyParams("falls.sqlite3");
+    params.steps = 80;
+    const auto outcome = engine::train::runTraining(params, control, observer);
+    ASSERT_EQ(outcome.status, JobStatus::Succeeded) << (outcome.error ? outcome.error->message : "");
+    ASSERT_EQ(observer.steps.size(), 80u);
+    EXPECT_EQ(outcome.stepsCompleted, 80);
+
+    // ln(512) ~ 6.24 at the start; a model that learns gets well below it.
+    const double start = meanLoss(observer.steps, 0, 5);
+    const double end = meanLoss(observer.steps, 70, 80);
+    EXPECT_GT(start, 5.5);
+    EXPECT_LT(end, start - 1.0) << "loss did not fall: " << start << " -> " << end;
+    for (const auto &m : observer.steps) {
+        EXPECT_GT(m.tokensPerSecond, 0);
+        EXPECT_GT(m.learningRate, 0);
+        EXPECT_TRUE(std::isfinite(m.gradNorm));
+    }
+    EXPECT_NEAR(observer.steps[4].learningRate, 1e-2, 1e-12) << "warmup ends at the peak";
+
+    auto store = engine::store::RunStore::open(params.storePath);
+    const auto run = store.run(outcome.runId);
+    ASSERT_TRUE(run);
+    EXPECT_EQ(run->status, engine::store::RunStatus::Succeeded);
+    const auto loss = store.metric(outcome.runId, "train/loss");
+    ASSERT_EQ(loss.size(), 80u);
+    for (size_t i = 0; i < loss.size(); ++i) {
+        EXPECT_EQ(loss[i].step, static_cast<int64_t>(i + 1));
+        EXPECT_DOUBLE_EQ(loss[i].value, observer.steps[i].loss);
+    }
+    EXPECT_EQ(store.metric(outcome.runId, "train/grad_norm").size(), 80u);
+    ASSERT_FALSE(outcome.lossPlotPath.empty());
+    EXPECT_TRUE(fs::exists(outcome.lossPlotPath));
+    const auto artifacts = store.artifacts(outcome.runId);
+    ASSERT_EQ(artifacts.size(), 1u);
+    EXPECT_EQ(artifacts[0].kind, "loss_plot");
+}
+
+TEST_F(TrainerTest, SameSeedGivesSameLosses)
+{
+    engine::JobControl control;
+    RecordingObserver a, b;
+    TrainingParams params = tinyParams("seed.sqlite3");
+    params.steps = 5;
+    ASSERT_EQ(engine::train::runTraining(params, control, a).status, JobStatus::Succeeded);
+    ASSERT_EQ(engine::train::runTraining(params, control, b).status, JobStatus::Succeeded);
+    for (size_t i = 0; i < 5; ++i)
+        EXPECT_DOUBLE_EQ(a.steps[i].loss, b.steps[i].loss) << "step " << i + 1;
+}
+
+TEST_F(TrainerTest, CancelMidRunKeepsMetricsUpToThatStep)
+{
+    engine::JobControl control;
+    RecordingObserver observer;
+    observer.onEachStep = [&](const StepMetrics &m) {
+        if (m.step == 7)
+            control.requestCancel();
+    };
+    const TrainingParams params = tinyParams("cancel.sqlite3");
+    const auto outcome = engine::train::runTraining(params, control, observer);
+    EXPECT_EQ(outcome.status, JobStatus::Cancelled);
+    EXPECT_FALSE(outcome.error);
+    EXPECT_EQ(outcome.stepsCompleted, 7);
+    auto store = engine::store::RunStore::open(params.storePath);
+    EXPECT_EQ(store.run(outcome.runId)->status, engine::store::RunStatus::Cancelled);
+    for (const char *key : {"train/loss", "train/learning_rate", "train/grad_norm", "train/tokens_per_second"}) {
+        const auto points = store.metric(outcome.runId, key);
+        ASSERT_EQ(points.size(), 7u) << key;
+        for (size_t i = 0; i < points.size(); ++i)
+            EXPECT_EQ(points[i].step, static_cast<int64_t>(i + 1)) << key;
+    }
+}
+
+TEST_F(TrainerTest, PauseHoldsTheLoopUntilResumed)
+{
+    engine::JobControl control;
+    RecordingObserver observer;
+    std::thread resumer;
+    std::chrono::steady_clock::time_point pausedAt;
+    observer.onEachStep = [&](const StepMetrics &m) {
+        if (m.step == 3) {
+            control.setPaused(true);
+            pausedAt = std::chrono::steady_clock::now();
+            resumer = std::thread([&] {
+                std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                control.setPaused(false);
+            });
+        }
+    };
+    TrainingParams params = tinyParams("pause.sqlite3");
+    params.steps = 6;
+    const auto outcome = engine::train::runTraining(params, control, observer);
+    resumer.join();
+    EXPECT_EQ(outcome.status, JobStatus::Succeeded);
+    EXPECT_EQ(observer.steps.size(), 6u);
+    // Step 4 started only after the resume, and the paused time is not counted as training time.
+    EXPECT_GT(observer.steps[3].wallSeconds - observer.steps[2].wallSeconds, 0.0);
+    EXPECT_LT(observer.steps[3].wallSeconds - observer.steps[2].wallSeconds, 0.25);
+}
+
+TEST_F(TrainerTest, TokenizerIsTrainedOnceThenCached)
+{
+    engine::JobControl control;
+    RecordingObserver first, second;
+    TrainingParams params = tinyParams("cache.sqlite3");
+    params.steps = 1;
+    ASSERT_EQ(engine::train::runTraining(params, control, first).status, JobStatus::Succeeded);
+    ASSERT_EQ(engine::train::runTraining(params, control, second).status, JobStatus::Succeeded);
+    auto mentions = [](const std::vector<std::string> &logs, const std::string &word) {
+        for (const auto &l : logs)
+            if (l.find(word) != std::string::npos)
+                return true;
+        return false;
+    };
+    EXPECT_TRUE(mentions(second.logs, "cached tokenizer"));
+}
+
+struct BadInputCase {
+    const char *name;
+    std::function<void(TrainingParams &, const fs::path &)> edit;
+    engine::ErrorKind kind;
+    const char *mustMention;
+};
+
+class TrainerBadInput : public TrainerTest, public ::testing::WithParamInterface<BadInputCase> {};
+
+TEST_P(TrainerBadInput, FailsWithOneClearMessageAndLeavesNoRunningRun)
+{
+    const BadInputCase &c = GetParam();
+    engine::JobControl control;
+    RecordingObserver observer;
+    TrainingParams params = tinyParams(std::string("bad-") + c.name + ".sqlite3");
+    c.edit(params, s_dir->path());
+    const auto outcome = engine::train::runTraining(params, control, observer);
+    ASSERT_EQ(outcome.status, JobStatus::Failed);
+    ASSERT_TRUE(outcome.error);
+    EXPECT_EQ(outcome.error->kind, c.kind) << outcome.error->message;
+    EXPECT_NE(outcome.error->message.find(c.mustMention), std::string::npos) << outcome.error->message;
+    EXPECT_TRUE(observer.steps.empty());
+    if (fs::exists(params.storePath)) {
+        auto store = engine::store::RunStore::open(params.storePath);
+        for (const auto &run : store.listRuns())
+            EXPECT_NE(run.status, engine::store::RunStatus::Running);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, TrainerBadInput,
+    ::testing::Values(
+        BadInputCase{"missing_corpus", [](TrainingParams &p, const fs::path &d) { p.dataPath = (d / "nope.txt").string(); },
+                     engine::ErrorKind::Io, "nope.txt"},
+        BadInputCase{"empty_corpus",
+                     [](TrainingParams &p, const fs::path &d) {
+                         std::ofstream(d / "empty.txt") << "  \n\n ";
+                         p.dataPath = (d / "empty.txt").string();
+                     },
+                     engine::ErrorKind::InvalidInput, "empty"},
+        BadInputCase{"short_corpus",
+                     [](TrainingParams &p, const fs::path &d) {
+                         std::ofstream(d / "short.txt") << "Call me Ishmael.\n";
+                         p.dataPath = (d / "short.txt").string();
+                     },
+                     engine::ErrorKind::InvalidInput, "too short"},
+        BadInputCase{"negative_lr", [](TrainingParams &p, const fs::path &) { p.learningRate = -1e-3; },
+                     engine::ErrorKind::InvalidInput, "learning rate"},
+        BadInputCase{"zero_batch", [](TrainingParams &p, const fs::path &) { p.batchSize = 0; },
+                     engine::ErrorKind::InvalidInput, "batch size"},
+        BadInputCase{"too_many_threads", [](TrainingParams &p, const fs::path &) { p.threads = 100000; },
+                     engine::ErrorKind::InvalidInput, "threads"},
+        BadInputCase{"zero_steps", [](TrainingParams &p, const fs::path &) { p.steps = 0; },
+                     engine::ErrorKind::InvalidInput, "steps"},
+        BadInputCase{"seq_len_beyond_positions", [](TrainingParams &p, const fs::path &) { p.sequenceLength = 1000; },
+                     engine::ErrorKind::InvalidInput, "max_position_embeddings"},
+        BadInputCase{"missing_model", [](TrainingParams &p, const fs::path &d) { p.modelPath = (d / "no-model").string(); },
+                     engine::ErrorKind::Io, "no-model"},
+        BadInputCase{"diverging_lr", [](TrainingParams &p, const fs::path &) {
+                         p.learningRate = 10.0;
+                         p.warmupSteps = 0;
+                         p.gradClipNorm = 0;
+                         p.steps = 30;
+                     },
+                     engine::ErrorKind::InvalidInput, "diverged"}),
+    [](const ::testing::TestParamInfo<BadInputCase> &info) { return std::string(info.param.name); });
