@@ -36,6 +36,7 @@ int main(int argc, char **argv)
                  "Run without arguments for the desktop GUI (or, with no display, the demo in the terminal)."};
     app.set_version_flag("--version", std::string("tunebench ") + engine::version());
     app.fallthrough();
+    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast); // a repeated flag: the last wins
     app.failure_message([](const CLI::App *, const CLI::Error &e) {
         return std::string("tunebench: ") + e.what() + " (see --help)\n";
     });

@@ -294,7 +294,7 @@ void writeLossPlot(const TrainingParams &params, TrainingOutcome &outcome, const
     const std::filesystem::path png = dir / "loss.png";
     try {
         report::LossPlotOptions options;
-        options.title = "run " + std::to_string(outcome.runId) + ": " + runName + " - training loss";
+        options.title = "run " + std::to_string(outcome.runId) + ": " + runName;
         report::writeLossPlotPng(png, curve, options);
         store.addArtifact(outcome.runId, "loss_plot", png.string());
         outcome.lossPlotPath = png.string();

@@ -2,6 +2,10 @@
 #include "engine/train/trainingparams.h"
 #include "engine/core/error.h"
 
+#include <nlohmann/json.hpp>
+
+#include <limits>
+
 #include <gtest/gtest.h>
 
 TEST(LearningRateSchedule, WarmupThenCosineToTheFloor)

@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""The demo LLaMA model and training step written directly in PyTorch (python3-torch 1.13),
+as a Python user would: the reference for bench/train_step_bench.cpp. Prints one JSON line."""
+import argparse, json, math, time
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# The engine's demoConfig() (engine/model/llamaconfig.cpp).
+VOCAB, HIDDEN, INTER, LAYERS, HEADS, KV_HEADS, EPS, THETA = 2048, 192, 512, 4, 6, 2, 1e-5, 10000.0
+HEAD_DIM = HIDDEN // HEADS
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        xf = x.float()
+        return self.weight * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS)).to(x.dtype)
+
+
+def rotate_half(x):
+    a, b = x.chunk(2, dim=-1)
+    return torch.cat((-b, a), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q_proj = nn.Linear(HIDDEN, HEADS * HEAD_DIM, bias=False)
+        self.k_proj = nn.Linear(HIDDEN, KV_HEADS * HEAD_DIM, bias=False)
+        self.v_proj = nn.Linear(HIDDEN, KV_HEADS * HEAD_DIM, bias=False)
+        self.o_proj = nn.Linear(HEADS * HEAD_DIM, HIDDEN, bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, HEADS, HEAD_DIM).transpose(1, 2)
+        k = self.k_proj(x).view(b, t, KV_HEADS, HEAD_DIM).transpose(1, 2)
+        v = self.v_proj(x).view(b, t, KV_HEADS, HEAD_DIM).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k = k.repeat_interleave(HEADS // KV_HEADS, dim=1)
+        v = v.repeat_interleave(HEADS // KV_HEADS, dim=1)
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(HEAD_DIM) + mask
+        probs = F.softmax(scores.float(), dim=-1).to(q.dtype)
+        out = torch.matmul(probs, v).transpose(1, 2).reshape(b, t, HIDDEN)
+        return self.o_proj(out)
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gate_proj = nn.Linear(HIDDEN, INTER, bias=False)
+        self.up_proj = nn.Linear(HIDDEN, INTER, bias=False)
+        self.down_proj = nn.Linear(INTER, HIDDEN, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.self_attn, self.mlp = Attention(), MLP()
+        self.input_layernorm, self.post_attention_layernorm = RMSNorm(HIDDEN), RMSNorm(HIDDEN)
+
+    def forward(self, x, cos, sin, mask):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(VOCAB, HIDDEN)
+        self.layers = nn.ModuleList([Layer() for _ in range(LAYERS)])
+        self.norm = RMSNorm(HIDDEN)
+
+    def forward(self, ids):
+        t = ids.shape[1]
+        inv = 1.0 / (THETA ** (torch.arange(0, HEAD_DIM, 2).float() / HEAD_DIM))
+        freqs = torch.outer(torch.arange(t).float(), inv)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos, sin = emb.cos(), emb.sin()
+        mask = torch.full((t, t), float("-inf")).triu(1)
+        x = self.embed_tokens(ids)
+        for layer in self.layers:
+            x = layer(x, cos, sin, mask)
+        return F.linear(self.norm(x), self.embed_tokens.weight)  # tied embeddings
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=0)
+    a = ap.parse_args()
+    import os
+    torch.set_num_threads(a.threads or os.cpu_count())
+    torch.manual_seed(0)
+    model = Model()
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, std=0.02)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
+
+    def step():
+        tokens = torch.randint(VOCAB, (a.batch, a.seq + 1))
+        opt.zero_grad()
+        logits = model(tokens[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, VOCAB), tokens[:, 1:].reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss.item()
+
+    for _ in range(a.warmup):
+        step()
+    start = time.perf_counter()
+    for _ in range(a.steps):
+        step()
+    seconds = time.perf_counter() - start
+    params = sum(p.numel() for p in model.parameters())
+    print(json.dumps({"impl": "python", "threads": torch.get_num_threads(), "params": params,
+                      "tokens_per_second": round(a.steps * a.batch * a.seq / seconds, 1), "seconds": round(seconds, 3)}))
+
+
+if __name__ == "__main__":
+    main()
