@@ -1,0 +1,262 @@
+#include "engine/model/llamamodel.h"
+
+#include "engine/core/error.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/nn/functional/linear.h>
+#include <torch/torch.h>
+
+namespace engine::model {
+namespace {
+
+torch::nn::Linear makeLinear(int64_t in, int64_t out)
+{
+    return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+}
+
+// HF's `x * cos + rotate_half(x) * sin` with cos/sin halves equal: the same values with fewer temporaries.
+torch::Tensor applyRotary(const torch::Tensor &x, const RotaryTables &rotary)
+{
+    const int64_t half = x.size(-1) / 2;
+    const torch::Tensor x1 = x.narrow(-1, 0, half);
+    const torch::Tensor x2 = x.narrow(-1, half, half);
+    return torch::cat({x1 * rotary.cos - x2 * rotary.sin, x2 * rotary.cos + x1 * rotary.sin}, -1);
+}
+
+// float32 for half types, unchanged for float32 and float64: HF upcasts norms and softmax to float32.
+c10::ScalarType atLeastFloat32(c10::ScalarType type)
+{
+    return c10::promoteTypes(type, torch::kFloat32);
+}
+
+} // namespace
+
+int64_t KvCache::length() const
+{
+    return keys.empty() || !keys.front().defined() ? 0 : keys.front().size(1);
+}
+
+void KvCache::clear()
+{
+    keys.clear();
+    values.clear();
+}
+
+LlamaRmsNormImpl::LlamaRmsNormImpl(int64_t size, double eps)
+    : m_eps(eps)
+{
+    weight = register_parameter("weight", torch::ones({size}));
+}
+
+torch::Tensor LlamaRmsNormImpl::forward(const torch::Tensor &x)
+{
+    const torch::Tensor xf = x.to(atLeastFloat32(x.scalar_type()));
+    const torch::Tensor variance = xf.pow(2).mean(-1, /*keepdim=*/true);
+    return weight * (xf * torch::rsqrt(variance + m_eps)).to(x.scalar_type());
+}
+
+LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig &config)
+    : m_heads(config.numAttentionHeads)
+    , m_kvHeads(config.numKeyValueHeads)
+    , m_headDim(config.effectiveHeadDim())
+{
+    const int64_t hidden = config.hiddenSize;
+    q_proj = register_module("q_proj", makeLinear(hidden, m_heads * m_headDim));
+    k_proj = register_module("k_proj", makeLinear(hidden, m_kvHeads * m_headDim));
+    v_proj = register_module("v_proj", makeLinear(hidden, m_kvHeads * m_headDim));
+    o_proj = register_module("o_proj", makeLinear(m_heads * m_headDim, hidden));
+}
+
+torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor &x, const RotaryTables &rotary, const torch::Tensor &mask,
+                                          torch::Tensor *pastKeys, torch::Tensor *pastValues)
+{
+    const int64_t batch = x.size(0);
+    const int64_t length = x.size(1);
+    const int64_t groups = m_heads / m_kvHeads;
+
+    const torch::Tensor q = applyRotary(q_proj(x).view({batch, length, m_heads, m_headDim}), rotary);
+    const torch::Tensor k = applyRotary(k_proj(x).view({batch, length, m_kvHeads, m_headDim}), rotary);
+    const torch::Tensor v = v_proj(x).view({batch, length, m_kvHeads, m_headDim});
+
+    // Query heads of one kv group stacked along rows: [B*kv, groups*T, D]. Head h uses kv head
+    // h / groups, as transformers' repeat_kv, without materializing repeated keys and values.
+    const torch::Tensor q3 = q.view({batch, length, m_kvHeads, groups, m_headDim})
+                                 .permute({0, 2, 3, 1, 4})
+                                 .reshape({batch * m_kvHeads, groups * length, m_headDim});
+    torch::Tensor k3 = k.permute({0, 2, 1, 3}).reshape({batch * m_kvHeads, length, m_headDim});
+    torch::Tensor v3 = v.permute({0, 2, 1, 3}).reshape({batch * m_kvHeads, length, m_headDim});
+    if (pastKeys && pastValues) {
+        if (pastKeys->defined()) {
+            k3 = torch::cat({*pastKeys, k3}, 1);
+            v3 = torch::cat({*pastValues, v3}, 1);
+        }
+        *pastKeys = k3;
+        *pastValues = v3;
+    }
+
+    const double scale = 1.0 / std::sqrt(static_cast<double>(m_headDim));
+    const torch::Tensor scores = mask.defined() ? torch::baddbmm(mask, q3, k3.transpose(1, 2), 1.0, scale)
+                                                : torch::bmm(q3, k3.transpose(1, 2)) * scale;
+    const torch::Tensor probs =
+        torch::softmax(scores, -1, atLeastFloat32(scores.scalar_type())).to(q3.scalar_type());
+    const torch::Tensor out = torch::bmm(probs, v3)
+                                  .view({batch, m_kvHeads, groups, length, m_headDim})
+                                  .permute({0, 3, 1, 2, 4})
+                                  .reshape({batch, length, m_heads * m_headDim});
+    return o_proj(out);
+}
+
+LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig &config)
+{
+    gate_proj = register_module("gate_proj", makeLinear(config.hiddenSize, config.intermediateSize));
+    up_proj = register_module("up_proj", makeLinear(config.hiddenSize, config.intermediateSize));
+    down_proj = register_module("down_proj", makeLinear(config.intermediateSize, config.hiddenSize));
+}
+
+torch::Tensor LlamaMlpImpl::forward(const torch::Tensor &x)
+{
+    return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+}
+
+LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig &config)
+{
+    self_attn = register_module("self_attn", LlamaAttention(config));
+    mlp = register_module("mlp", LlamaMlp(config));
+    input_layernorm = register_module("input_layernorm", LlamaRmsNorm(config.hiddenSize, config.rmsNormEps));
+    post_attention_layernorm =
+        register_module("post_attention_layernorm", LlamaRmsNorm(config.hiddenSize, config.rmsNormEps));
+}
+
+torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor &x, const RotaryTables &rotary,
+                                             const torch::Tensor &mask, torch::Tensor *pastKeys,
+                                             torch::Tensor *pastValues)
+{
+    const torch::Tensor h = x + self_attn(input_layernorm(x), rotary, mask, pastKeys, pastValues);
+    return h + mlp(post_attention_layernorm(h));
+}
+
+LlamaModelImpl::LlamaModelImpl(const LlamaConfig &config)
+    : m_config(config)
+{
+    embed_tokens = register_module("embed_tokens", torch::nn::Embedding(config.vocabSize, config.hiddenSize));
+    layers = register_module("layers", torch::nn::ModuleList());
+    for (int64_t i = 0; i < config.numHiddenLayers; ++i) {
+        LlamaDecoderLayer layer(config);
+        layers->push_back(layer);
+        m_layers.push_back(layer);
+    }
+    norm = register_module("norm", LlamaRmsNorm(config.hiddenSize, config.rmsNormEps));
+}
+
+RotaryTables LlamaModelImpl::rotaryTables(int64_t offset, int64_t length, const torch::Tensor &like)
+{
+    const int64_t needed = offset + length;
+    if (!m_cosFloat.defined() || m_cosFloat.size(0) < needed) {
+        // As transformers: inv_freq and the angles in float32, then cos/sin cast to the activations' dtype.
+        const int64_t dim = m_config.effectiveHeadDim();
+        const int64_t cached = std::max(needed, std::min<int64_t>(m_config.maxPositionEmbeddings, 4096));
+        const torch::Tensor exponents = torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / dim;
+        const torch::Tensor invFreq = 1.0 / torch::pow(m_config.ropeTheta, exponents);
+        const torch::Tensor positions = torch::arange(cached, torch::kInt64).to(torch::kFloat32);
+        const torch::Tensor angles = positions.unsqueeze(1) * invFreq.unsqueeze(0);
+        m_cosFloat = angles.cos();
+        m_sinFloat = angles.sin();
+        m_cos = torch::Tensor();
+    }
+    if (!m_cos.defined() || m_cos.device() != like.device() || m_cos.scalar_type() != like.scalar_type()) {
+        m_cos = m_cosFloat.to(like.device(), like.scalar_type());
+        m_sin = m_sinFloat.to(like.device(), like.scalar_type());
+    }
+    return {m_cos.narrow(0, offset, length).unsqueeze(1), m_sin.narrow(0, offset, length).unsqueeze(1)};
+}
+
+torch::Tensor LlamaModelImpl::forward(const torch::Tensor &inputIds, int64_t positionOffset, KvCache *cache)
+{
+    TORCH_CHECK(inputIds.dim() == 2, "input ids must be [batch, length], got ", inputIds.sizes());
+    TORCH_CHECK(inputIds.scalar_type() == torch::kInt64, "input ids must be int64");
+    TORCH_CHECK(positionOffset >= 0, "position offset must be >= 0");
+    const int64_t length = inputIds.size(1);
+    const int64_t past = cache ? cache->length() : 0;
+    if (cache && cache->keys.empty()) {
+        cache->keys.resize(m_layers.size());
+        cache->values.resize(m_layers.size());
+    }
+
+    torch::Tensor h = embed_tokens(inputIds);
+    const RotaryTables rotary = rotaryTables(positionOffset, length, h);
+
+    // Additive causal mask [groups * T, past + T]: query i sees keys 0 .. past + i. A single new
+    // token sees everything and needs none.
+    torch::Tensor mask;
+    if (length > 1) {
+        const auto options = torch::TensorOptions().device(h.device()).dtype(torch::kInt64);
+        const torch::Tensor rows = torch::arange(length, options).unsqueeze(1) + past;
+        const torch::Tensor cols = torch::arange(past + length, options).unsqueeze(0);
+        mask = torch::zeros({length, past + length}, h.options())
+                   .masked_fill(cols > rows, -std::numeric_limits<double>::infinity());
+        const int64_t groups = m_config.numAttentionHeads / m_config.numKeyValueHeads;
+        if (groups > 1)
+            mask = mask.repeat({groups, 1});
+    }
+
+    for (size_t i = 0; i < m_layers.size(); ++i) {
+        h = m_layers[i]->forward(h, rotary, mask, cache ? &cache->keys[i] : nullptr,
+                                 cache ? &cache->values[i] : nullptr);
+    }
+    return norm(h);
+}
+
+LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaConfig &config)
+    : m_config(config)
+{
+    config.validate("model config");
+    model = register_module("model", LlamaModel(config));
+    if (!config.tieWordEmbeddings)
+        lm_head = register_module("lm_head", makeLinear(config.hiddenSize, config.vocabSize));
+}
+
+torch::Tensor LlamaForCausalLMImpl::hiddenStates(const torch::Tensor &inputIds, int64_t positionOffset,
+                                                 KvCache *cache)
+{
+    return model->forward(inputIds, positionOffset, cache);
+}
+
+torch::Tensor LlamaForCausalLMImpl::logitsFromHidden(const torch::Tensor &hidden)
+{
+    const torch::Tensor logits =
+        lm_head ? lm_head(hidden) : torch::nn::functional::linear(hidden, model->embed_tokens->weight);
+    return logits.to(torch::kFloat32);
+}
+
+torch::Tensor LlamaForCausalLMImpl::forward(const torch::Tensor &inputIds, int64_t positionOffset, KvCache *cache)
+{
+    return logitsFromHidden(hiddenStates(inputIds, positionOffset, cache));
+}
+
+torch::Tensor LlamaForCausalLMImpl::outputWeight() const
+{
+    return lm_head ? lm_head->weight : model->embed_tokens->weight;
+}
+
+void LlamaForCausalLMImpl::initializeWeights(uint64_t seed)
+{
+    torch::NoGradGuard noGrad;
+    at::Generator generator = at::detail::createCPUGenerator(seed);
+    const double std = m_config.initializerRange;
+    for (auto &item : named_parameters(/*recurse=*/true)) {
+        torch::Tensor &param = item.value();
+        // Only RMSNorm weights are 1-D: the model has no biases.
+        if (param.dim() == 1) {
+            param.fill_(1.0);
+            continue;
+        }
+        const torch::Tensor values = torch::empty(param.sizes(), torch::kFloat32).normal_(0.0, std, generator);
+        param.copy_(values);
+    }
+}
+
+} // namespace engine::model

@@ -1,0 +1,166 @@
+#pragma once
+// The LLaMA-architecture causal LM in libtorch. Engine-internal: only torch code (the trainer, the
+// torch tests) includes this header.
+//
+// How to use:
+//   LlamaForCausalLM model(config);          // parameters named exactly as Hugging Face's
+//   model->initializeWeights(seed);          // N(0, initializer_range), RMSNorm weights 1
+//   torch::Tensor logits = model->forward(ids);   // ids [B,T] int64 -> logits [B,T,V] float32
+// For generation pass a KvCache: the first call with the prompt, then one call per new token with
+// positionOffset = cache.length(); keys and values of earlier positions are reused.
+
+#include "engine/model/llamaconfig.h"
+
+#include <cstdint>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+namespace engine::model {
+
+/// Keys and values of earlier positions, per layer, for incremental decoding. Empty = no history.
+/// Each entry is [batch * kv_heads, length, head_dim], keys after rotary.
+struct KvCache {
+    std::vector<torch::Tensor> keys;
+    std::vector<torch::Tensor> values;
+
+    /// Number of cached positions (0 when empty).
+    int64_t length() const;
+    /// Forgets all positions.
+    void clear();
+};
+
+/// Rotary cos/sin for one forward pass: [T, 1, head_dim / 2] each, in the activations' dtype.
+struct RotaryTables {
+    torch::Tensor cos;
+    torch::Tensor sin;
+};
+
+/// Root-mean-square norm as transformers' LlamaRMSNorm: computed in float32 (float64 stays float64),
+/// weight * normalized x cast back to the input's dtype.
+class LlamaRmsNormImpl : public torch::nn::Module {
+public:
+    /// One weight of `size` ones.
+    LlamaRmsNormImpl(int64_t size, double eps);
+    /// Normalizes over the last dimension.
+    torch::Tensor forward(const torch::Tensor &x);
+
+    torch::Tensor weight;
+
+private:
+    double m_eps;
+};
+TORCH_MODULE(LlamaRmsNorm);
+
+/// Causal self-attention with rotary positions and grouped-query attention (q, k, v, o; no biases).
+/// Softmax runs in float32 for half types, as transformers does.
+class LlamaAttentionImpl : public torch::nn::Module {
+public:
+    /// Registers q_proj, k_proj, v_proj, o_proj in that order.
+    explicit LlamaAttentionImpl(const LlamaConfig &config);
+    /// x [B,T,H]; mask [kv groups * T, S] additive (0 / -inf) where S = past + T; `past` = (keys, values)
+    /// of earlier positions for this layer, extended in place when given.
+    torch::Tensor forward(const torch::Tensor &x, const RotaryTables &rotary, const torch::Tensor &mask,
+                          torch::Tensor *pastKeys = nullptr, torch::Tensor *pastValues = nullptr);
+
+    torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+
+private:
+    int64_t m_heads;
+    int64_t m_kvHeads;
+    int64_t m_headDim;
+};
+TORCH_MODULE(LlamaAttention);
+
+/// SwiGLU feed-forward: down(silu(gate(x)) * up(x)).
+class LlamaMlpImpl : public torch::nn::Module {
+public:
+    /// Registers gate_proj, up_proj, down_proj in that order.
+    explicit LlamaMlpImpl(const LlamaConfig &config);
+    /// x [..., H] -> [..., H].
+    torch::Tensor forward(const torch::Tensor &x);
+
+    torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(LlamaMlp);
+
+/// One pre-norm decoder block (transformers' LlamaDecoderLayer).
+class LlamaDecoderLayerImpl : public torch::nn::Module {
+public:
+    /// Registers self_attn, mlp, input_layernorm, post_attention_layernorm in that order.
+    explicit LlamaDecoderLayerImpl(const LlamaConfig &config);
+    /// x + attn(norm(x)), then + mlp(norm(.)).
+    torch::Tensor forward(const torch::Tensor &x, const RotaryTables &rotary, const torch::Tensor &mask,
+                          torch::Tensor *pastKeys = nullptr, torch::Tensor *pastValues = nullptr);
+
+    LlamaAttention self_attn{nullptr};
+    LlamaMlp mlp{nullptr};
+    LlamaRmsNorm input_layernorm{nullptr};
+    LlamaRmsNorm post_attention_layernorm{nullptr};
+};
+TORCH_MODULE(LlamaDecoderLayer);
+
+/// The decoder stack without the LM head (transformers' LlamaModel).
+class LlamaModelImpl : public torch::nn::Module {
+public:
+    /// Registers embed_tokens, layers, norm in that order.
+    explicit LlamaModelImpl(const LlamaConfig &config);
+    /// ids [B,T] int64 -> final normed hidden states [B,T,H] in the parameters' dtype.
+    torch::Tensor forward(const torch::Tensor &inputIds, int64_t positionOffset = 0, KvCache *cache = nullptr);
+
+    /// The layers, typed (the same modules `layers` holds).
+    const std::vector<LlamaDecoderLayer> &decoderLayers() const { return m_layers; }
+
+    torch::nn::Embedding embed_tokens{nullptr};
+    torch::nn::ModuleList layers{nullptr};
+    LlamaRmsNorm norm{nullptr};
+
+private:
+    RotaryTables rotaryTables(int64_t offset, int64_t length, const torch::Tensor &like);
+
+    LlamaConfig m_config;
+    std::vector<LlamaDecoderLayer> m_layers;
+    // Rotary cos/sin for positions [0, cached length), float32 on the CPU and converted for the last
+    // device/dtype used. Plain members, not buffers: transformers' inv_freq is non-persistent.
+    torch::Tensor m_cosFloat;
+    torch::Tensor m_sinFloat;
+    torch::Tensor m_cos;
+    torch::Tensor m_sin;
+};
+TORCH_MODULE(LlamaModel);
+
+/// The causal LM (transformers' LlamaForCausalLM): parameter names match Hugging Face checkpoints.
+class LlamaForCausalLMImpl : public torch::nn::Module {
+public:
+    /// Registers model, then lm_head unless config.tieWordEmbeddings. Validates the config.
+    explicit LlamaForCausalLMImpl(const LlamaConfig &config);
+
+    /// ids [B,T] int64 at positions positionOffset.. -> logits [B,T,V] float32.
+    /// With a cache, attends to its positions as well and appends this call's keys and values.
+    torch::Tensor forward(const torch::Tensor &inputIds, int64_t positionOffset = 0, KvCache *cache = nullptr);
+    /// Final hidden states [B,T,H] (parameters' dtype), for losses computed in chunks.
+    torch::Tensor hiddenStates(const torch::Tensor &inputIds, int64_t positionOffset = 0, KvCache *cache = nullptr);
+    /// Logits float32 [..., V] for hidden states [..., H].
+    torch::Tensor logitsFromHidden(const torch::Tensor &hidden);
+
+    /// HF-style initialization, deterministic for a seed on any device: Linear and Embedding weights
+    /// ~ N(0, initializer_range) drawn on the CPU in float32, RMSNorm weights 1.
+    void initializeWeights(uint64_t seed);
+
+    /// The weight that maps hidden states to logits: lm_head's, or the embedding's when tied.
+    torch::Tensor outputWeight() const;
+    const LlamaConfig &config() const { return m_config; }
+
+    LlamaModel model{nullptr};
+    torch::nn::Linear lm_head{nullptr}; ///< null when the embeddings are tied
+
+private:
+    LlamaConfig m_config;
+};
+TORCH_MODULE(LlamaForCausalLM);
+
+} // namespace engine::model

@@ -1,0 +1,224 @@
+#include "engine/core/error.h"
+#include "engine/model/llamaconfig.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+using engine::model::LlamaConfig;
+using nlohmann::json;
+
+namespace {
+
+json tinyJson()
+{
+    return json{{"model_type", "llama"},      {"vocab_size", 64},         {"hidden_size", 32},
+                {"intermediate_size", 48},    {"num_hidden_layers", 2},   {"num_attention_heads", 4},
+                {"num_key_value_heads", 2},   {"max_position_embeddings", 128},
+                {"rms_norm_eps", 1e-5},       {"rope_theta", 10000.0},    {"hidden_act", "silu"}};
+}
+
+// Expects fromJson to throw InvalidInput whose message names `source`, `field` and every `words`.
+void expectRefused(const json &config, const std::string &field, std::initializer_list<std::string> words = {})
+{
+    try {
+        LlamaConfig::fromJson(config, "cfg.json");
+        FAIL() << "accepted a config with a bad '" << field << "': " << config.dump();
+    } catch (const engine::Error &e) {
+        const std::string message = e.what();
+        EXPECT_EQ(e.kind(), engine::ErrorKind::InvalidInput) << message;
+        EXPECT_NE(message.find("cfg.json"), std::string::npos) << message;
+        EXPECT_NE(message.find("'" + field + "'"), std::string::npos) << message;
+        for (const std::string &word : words)
+            EXPECT_NE(message.find(word), std::string::npos) << "missing '" << word << "' in: " << message;
+    }
+}
+
+json with(json config, const std::string &key, const json &value)
+{
+    config[key] = value;
+    return config;
+}
+
+struct TempDir {
+    std::filesystem::path path;
+    TempDir()
+    {
+        path = std::filesystem::temp_directory_path()
+            / ("tunebench-config-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-"
+               + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        std::filesystem::remove_all(path);
+        std::filesystem::create_directories(path);
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+} // namespace
+
+TEST(LlamaConfig, ParsesHuggingFaceKeys)
+{
+    json j = tinyJson();
+    j["tie_word_embeddings"] = true;
+    j["bos_token_id"] = 5;
+    j["eos_token_id"] = json::array({6, 7});
+    j["initializer_range"] = 0.05;
+    j["torch_dtype"] = "bfloat16";   // unknown keys are ignored
+    j["rope_scaling"] = nullptr;
+    j["attention_bias"] = false;
+    const LlamaConfig c = LlamaConfig::fromJson(j, "cfg.json");
+    EXPECT_EQ(c.vocabSize, 64);
+    EXPECT_EQ(c.hiddenSize, 32);
+    EXPECT_EQ(c.intermediateSize, 48);
+    EXPECT_EQ(c.numHiddenLayers, 2);
+    EXPECT_EQ(c.numAttentionHeads, 4);
+    EXPECT_EQ(c.numKeyValueHeads, 2);
+    EXPECT_EQ(c.effectiveHeadDim(), 8);
+    EXPECT_EQ(c.maxPositionEmbeddings, 128);
+    EXPECT_DOUBLE_EQ(c.rmsNormEps, 1e-5);
+    EXPECT_DOUBLE_EQ(c.ropeTheta, 10000.0);
+    EXPECT_TRUE(c.tieWordEmbeddings);
+    EXPECT_EQ(c.bosTokenId, 5);
+    EXPECT_EQ(c.eosTokenId, 6);
+    EXPECT_DOUBLE_EQ(c.initializerRange, 0.05);
+}
+
+TEST(LlamaConfig, DefaultsWhenKeysAreMissing)
+{
+    json j = tinyJson();
+    j.erase("model_type");
+    j.erase("num_key_value_heads");
+    const LlamaConfig c = LlamaConfig::fromJson(j, "cfg.json");
+    EXPECT_EQ(c.modelType, "llama");
+    EXPECT_EQ(c.numKeyValueHeads, 4) << "num_key_value_heads defaults to num_attention_heads";
+    EXPECT_FALSE(c.tieWordEmbeddings) << "llama's default is untied";
+    EXPECT_EQ(c.headDim, 0);
+}
+
+TEST(LlamaConfig, ExplicitHeadDim)
+{
+    json j = with(tinyJson(), "head_dim", 16);
+    const LlamaConfig c = LlamaConfig::fromJson(j, "cfg.json");
+    EXPECT_EQ(c.effectiveHeadDim(), 16);
+    // head_dim equal to hidden / heads (as transformers writes it) means the default.
+    EXPECT_EQ(LlamaConfig::fromJson(with(tinyJson(), "head_dim", 8), "cfg.json").effectiveHeadDim(), 8);
+    EXPECT_EQ(LlamaConfig::fromJson(with(tinyJson(), "head_dim", nullptr), "cfg.json").effectiveHeadDim(), 8);
+}
+
+TEST(LlamaConfig, RefusesUnimplementedFeaturesByName)
+{
+    expectRefused(with(tinyJson(), "model_type", "qwen2"), "model_type", {"qwen2 is not supported yet"});
+    expectRefused(with(tinyJson(), "model_type", "mistral"), "model_type", {"mistral"});
+    expectRefused(with(tinyJson(), "rope_scaling", json{{"type", "linear"}, {"factor", 2.0}}), "rope_scaling",
+                  {"not supported"});
+    expectRefused(with(tinyJson(), "attention_bias", true), "attention_bias", {"not supported"});
+    expectRefused(with(tinyJson(), "mlp_bias", true), "mlp_bias", {"not supported"});
+    expectRefused(with(tinyJson(), "hidden_act", "gelu"), "hidden_act", {"gelu", "silu"});
+    expectRefused(with(tinyJson(), "attention_dropout", 0.1), "attention_dropout", {"not supported"});
+}
+
+TEST(LlamaConfig, RefusesWrongTypesNamingTheField)
+{
+    expectRefused(with(tinyJson(), "vocab_size", "64"), "vocab_size", {"integer", "string"});
+    expectRefused(with(tinyJson(), "hidden_size", 32.5), "hidden_size", {"integer"});
+    expectRefused(with(tinyJson(), "num_hidden_layers", nullptr), "num_hidden_layers", {"integer"});
+    expectRefused(with(tinyJson(), "rms_norm_eps", "1e-5"), "rms_norm_eps", {"number"});
+    expectRefused(with(tinyJson(), "rope_theta", json::array({1})), "rope_theta", {"number"});
+    expectRefused(with(tinyJson(), "tie_word_embeddings", "yes"), "tie_word_embeddings", {"true or false"});
+    expectRefused(with(tinyJson(), "attention_bias", 1), "attention_bias", {"true or false"});
+    expectRefused(with(tinyJson(), "hidden_act", 3), "hidden_act", {"string"});
+    expectRefused(with(tinyJson(), "model_type", 1), "model_type", {"string"});
+    expectRefused(with(tinyJson(), "eos_token_id", "</s>"), "eos_token_id", {"integer"});
+}
+
+TEST(LlamaConfig, RefusesImpossibleValuesNamingTheFieldAndLimit)
+{
+    expectRefused(with(tinyJson(), "vocab_size", 0), "vocab_size", {"between 1 and"});
+    expectRefused(with(tinyJson(), "vocab_size", 20'000'000), "vocab_size", {"10000000"});
+    expectRefused(with(tinyJson(), "hidden_size", -32), "hidden_size", {"-32"});
+    expectRefused(with(tinyJson(), "hidden_size", 2'000'000), "hidden_size", {"1000000"});
+    expectRefused(with(tinyJson(), "intermediate_size", 0), "intermediate_size");
+    expectRefused(with(tinyJson(), "num_hidden_layers", 0), "num_hidden_layers");
+    expectRefused(with(tinyJson(), "num_hidden_layers", 20000), "num_hidden_layers", {"10000"});
+    expectRefused(with(tinyJson(), "num_attention_heads", 0), "num_attention_heads");
+    expectRefused(with(with(tinyJson(), "num_attention_heads", 5), "num_key_value_heads", 5), "num_attention_heads",
+                  {"does not divide hidden_size 32"});
+    expectRefused(with(tinyJson(), "num_key_value_heads", 3), "num_key_value_heads", {"does not divide"});
+    expectRefused(with(tinyJson(), "num_key_value_heads", 8), "num_key_value_heads", {"between 1 and 4"});
+    expectRefused(with(tinyJson(), "head_dim", 7), "head_dim", {"even"});
+    expectRefused(with(tinyJson(), "head_dim", -4), "head_dim");
+    expectRefused(with(tinyJson(), "max_position_embeddings", 0), "max_position_embeddings");
+    expectRefused(with(tinyJson(), "rms_norm_eps", 0.0), "rms_norm_eps");
+    expectRefused(with(tinyJson(), "rope_theta", -1.0), "rope_theta");
+    expectRefused(with(tinyJson(), "eos_token_id", 64), "eos_token_id", {"63"});
+}
+
+TEST(LlamaConfig, RoundTripsThroughJson)
+{
+    for (const LlamaConfig &original :
+         {engine::model::demoConfig(), LlamaConfig::fromJson(with(tinyJson(), "head_dim", 16), "cfg.json")}) {
+        const json j = original.toJson();
+        EXPECT_EQ(j.at("model_type"), "llama");
+        EXPECT_TRUE(j.at("rope_scaling").is_null());
+        const LlamaConfig back = LlamaConfig::fromJson(json::parse(j.dump()), "roundtrip");
+        EXPECT_EQ(back.toJson(), j);
+        EXPECT_EQ(back.vocabSize, original.vocabSize);
+        EXPECT_EQ(back.effectiveHeadDim(), original.effectiveHeadDim());
+        EXPECT_EQ(back.numKeyValueHeads, original.numKeyValueHeads);
+        EXPECT_EQ(back.tieWordEmbeddings, original.tieWordEmbeddings);
+        EXPECT_DOUBLE_EQ(back.rmsNormEps, original.rmsNormEps);
+        EXPECT_EQ(back.parameterCount(), original.parameterCount());
+    }
+}
+
+TEST(LlamaConfig, FromFileAcceptsFolderOrFile)
+{
+    TempDir dir;
+    {
+        std::ofstream out(dir.path / "config.json");
+        out << tinyJson().dump(2);
+    }
+    EXPECT_EQ(LlamaConfig::fromFile(dir.path).hiddenSize, 32);
+    EXPECT_EQ(LlamaConfig::fromFile(dir.path / "config.json").numKeyValueHeads, 2);
+}
+
+TEST(LlamaConfig, FromFileNamesTheFileOnErrors)
+{
+    TempDir dir;
+    const auto file = dir.path / "config.json";
+    {
+        std::ofstream out(file);
+        out << "{\"vocab_size\": 64,";
+    }
+    try {
+        LlamaConfig::fromFile(dir.path);
+        FAIL() << "accepted invalid JSON";
+    } catch (const engine::Error &e) {
+        EXPECT_EQ(e.kind(), engine::ErrorKind::InvalidInput);
+        EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
+    }
+    {
+        std::ofstream out(file);
+        out << with(tinyJson(), "hidden_act", "relu").dump();
+    }
+    try {
+        LlamaConfig::fromFile(file);
+        FAIL() << "accepted relu";
+    } catch (const engine::Error &e) {
+        EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("hidden_act"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(LlamaConfig::fromFile(dir.path / "missing"), engine::Error);
+}
+
+TEST(LlamaConfig, DemoConfig)
+{
+    const LlamaConfig demo = engine::model::demoConfig();
+    EXPECT_NO_THROW(demo.validate("demo"));
+    EXPECT_EQ(demo.effectiveHeadDim(), 32);
+    EXPECT_TRUE(demo.tieWordEmbeddings);
+    EXPECT_GT(demo.parameterCount(), 1'900'000);
+    EXPECT_LT(demo.parameterCount(), 2'000'000);
+}
