@@ -1,4 +1,5 @@
 #include "engine/core/error.h"
+#include "engine/core/paths.h"
 #include "engine/model/llamaconfig.h"
 
 #include <filesystem>
@@ -221,4 +222,15 @@ TEST(LlamaConfig, DemoConfig)
     EXPECT_TRUE(demo.tieWordEmbeddings);
     EXPECT_GT(demo.parameterCount(), 1'900'000);
     EXPECT_LT(demo.parameterCount(), 2'000'000);
+}
+
+// The demo's config.json shipped in resources/ is the built-in demo model, field for field.
+TEST(LlamaConfigDemo, ShippedConfigEqualsTheBuiltInDemo)
+{
+    const auto shipped = engine::model::LlamaConfig::fromFile(engine::demoCorpusPath().parent_path() / "config.json");
+    const auto builtIn = engine::model::demoConfig();
+    EXPECT_EQ(shipped.toJson(), builtIn.toJson());
+    EXPECT_EQ(shipped.parameterCount(), builtIn.parameterCount());
+    EXPECT_GT(builtIn.parameterCount(), 1'000'000);
+    EXPECT_LT(builtIn.parameterCount(), 5'000'000);
 }
