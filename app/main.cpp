@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <vector>
 
 #ifdef TUNEBENCH_WITH_GUI
@@ -28,8 +29,13 @@ bool displayAvailable()
 int main(int argc, char **argv)
 {
 #ifdef TUNEBENCH_WITH_GUI
-    if (argc == 1 && displayAvailable())
-        return ui::runApplication(argc, argv);
+    // `tunebench` opens the GUI; `tunebench --demo` opens it and starts training the demo.
+    const bool demo = argc == 2 && std::string_view(argv[1]) == "--demo";
+    if ((argc == 1 || demo) && displayAvailable()) {
+        ui::ApplicationOptions options;
+        options.startDemo = demo;
+        return ui::runApplication(argc, argv, options);
+    }
 #endif
 
     CLI::App app{"tunebench: fine-tune and debug transformer language models.\n"
@@ -47,7 +53,7 @@ int main(int argc, char **argv)
     commands.push_back(app::cli::makeTrainCommand(app, globals));
     commands.push_back(app::cli::makeRunsCommand(app, globals));
 
-    if (argc == 1) {
+    if (argc == 1 || (argc == 2 && std::string_view(argv[1]) == "--demo")) {
         // No display (or a build without the GUI): the same demo, in the terminal.
         std::fprintf(stderr, "tunebench: no display found; training the demo model in the terminal "
                              "(run `tunebench --help` for the commands)\n");

@@ -1,0 +1,117 @@
+#include "app/bridge/enginebridge.h"
+
+#include "engine/core/error.h"
+
+#include <utility>
+
+namespace app {
+
+EngineBridge::EngineBridge(QObject *parent, TrainingFunction train) : QObject(parent)
+{
+    registerMetaTypes();
+
+    m_drainTimer.setSingleShot(true);
+    m_drainTimer.setInterval(40);
+    connect(&m_drainTimer, &QTimer::timeout, this, &EngineBridge::drainMetrics);
+
+    m_worker = new EngineWorker(m_control, m_metrics, std::move(train));
+    m_worker->moveToThread(&m_thread);
+    connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
+    // The worker emits on the engine thread; these connections are queued onto the UI thread.
+    connect(m_worker, &EngineWorker::jobStarted, this, &EngineBridge::jobStarted);
+    connect(m_worker, &EngineWorker::runCreated, this, &EngineBridge::runCreated);
+    connect(m_worker, &EngineWorker::logLine, this, &EngineBridge::logLine);
+    connect(m_worker, &EngineWorker::metricsAvailable, this, &EngineBridge::onMetricsAvailable);
+    connect(m_worker, &EngineWorker::jobFinished, this, &EngineBridge::onWorkerFinished);
+    m_thread.setObjectName(QStringLiteral("tunebench engine"));
+    m_thread.start();
+}
+
+EngineBridge::~EngineBridge()
+{
+    m_control.requestCancel();
+    m_thread.quit();
+    m_thread.wait();
+}
+
+QString EngineBridge::validationError(const engine::train::TrainingParams &params)
+{
+    try {
+        params.validate();
+        return {};
+    } catch (const engine::Error &e) {
+        return QString::fromStdString(e.what());
+    } catch (const std::exception &e) {
+        return QString::fromStdString(e.what());
+    }
+}
+
+bool EngineBridge::startTraining(const engine::train::TrainingParams &params, QString *error)
+{
+    auto refuse = [error](const QString &message) {
+        if (error)
+            *error = message;
+        return false;
+    };
+    if (m_busy)
+        return refuse(tr("A job is already running; stop it or wait for it to finish before starting another."));
+    if (const QString problem = validationError(params); !problem.isEmpty())
+        return refuse(problem);
+
+    m_control.reset();
+    m_metrics.clear();
+    m_busy = true;
+    const bool queued = QMetaObject::invokeMethod(m_worker, "runTraining", Qt::QueuedConnection,
+                                                  Q_ARG(engine::train::TrainingParams, params));
+    if (!queued) {
+        m_busy = false;
+        return refuse(tr("Internal error: the engine thread did not accept the job."));
+    }
+    Q_EMIT busyChanged(true);
+    return true;
+}
+
+void EngineBridge::pause(bool paused)
+{
+    if (!m_busy || m_control.paused() == paused)
+        return;
+    m_control.setPaused(paused);
+    Q_EMIT pausedChanged(paused);
+}
+
+void EngineBridge::cancel()
+{
+    if (m_busy)
+        m_control.requestCancel();
+}
+
+void EngineBridge::onMetricsAvailable()
+{
+    // PlotJuggler's pattern: the first new item starts one single-shot timer; everything that
+    // arrives before it fires is delivered in the same batch.
+    if (!m_drainTimer.isActive())
+        m_drainTimer.start();
+}
+
+void EngineBridge::drainMetrics()
+{
+    const std::vector<engine::train::StepMetrics> items = m_metrics.takeAll();
+    if (items.empty())
+        return;
+    Q_EMIT stepMetrics(QList<engine::train::StepMetrics>(items.begin(), items.end()));
+}
+
+void EngineBridge::onWorkerFinished(const JobOutcome &outcome)
+{
+    m_drainTimer.stop();
+    drainMetrics();
+    const bool wasPaused = m_control.paused();
+    m_control.reset();
+    m_busy = false;
+    if (wasPaused)
+        Q_EMIT pausedChanged(false);
+    Q_EMIT busyChanged(false);
+    Q_EMIT jobFinished(outcome);
+}
+
+} // namespace app

@@ -1,0 +1,87 @@
+#pragma once
+// The UI's only door to the engine. Lives on the UI thread and owns the engine thread.
+//
+// How to use (UI thread):
+//   app::EngineBridge bridge;
+//   connect(&bridge, &app::EngineBridge::stepMetrics, plot, ...);    // batches, about 25 per second
+//   connect(&bridge, &app::EngineBridge::jobFinished, page, ...);     // Succeeded, Failed or Cancelled
+//   QString error;
+//   if (!bridge.startTraining(params, &error)) show(error);           // busy or invalid settings
+//   bridge.pause(true); bridge.cancel();                               // take effect at the next step
+//
+// Threads: every signal of this class is emitted on the UI thread. Rare events (job started, run
+// created, log lines, job finished) arrive as queued signals from the engine thread; step metrics
+// go through a bounded MetricsBuffer that a 40 ms single-shot timer drains, so a fast training loop
+// cannot flood the event loop.
+
+#include "app/bridge/engineworker.h"
+#include "app/bridge/joboutcome.h"
+#include "app/bridge/metricsbuffer.h"
+#include "engine/core/jobcontrol.h"
+#include "engine/core/loglevel.h"
+#include "engine/train/stepmetrics.h"
+#include "engine/train/trainingparams.h"
+
+#include <QList>
+#include <QObject>
+#include <QString>
+#include <QThread>
+#include <QTimer>
+
+namespace app {
+
+class EngineBridge : public QObject {
+    Q_OBJECT
+
+public:
+    /// train: the function that runs training jobs; empty means engine::train::runTraining.
+    explicit EngineBridge(QObject *parent = nullptr, TrainingFunction train = {});
+    /// Cancels a running job and waits for the engine thread to end.
+    ~EngineBridge() override;
+
+    /// Queues a training job on the engine thread. Refused (false, with one clear message in
+    /// *error) while another job runs or when the settings are invalid; no job starts then.
+    bool startTraining(const engine::train::TrainingParams &params, QString *error = nullptr);
+    /// Pauses or resumes the running job at its next step boundary. No effect when idle.
+    void pause(bool paused);
+    /// Asks the running job to stop at its next step boundary; it then ends Cancelled.
+    void cancel();
+
+    bool isBusy() const { return m_busy; }
+    bool isPaused() const { return m_busy && m_control.paused(); }
+    bool isCancelling() const { return m_busy && m_control.cancelRequested(); }
+
+    /// The settings' problem in one sentence, or an empty string when they are valid. Torch-free.
+    static QString validationError(const engine::train::TrainingParams &params);
+
+    /// Milliseconds between the first new step metric and the drain that delivers it (default 40).
+    void setDrainInterval(int milliseconds) { m_drainTimer.setInterval(milliseconds); }
+    int drainInterval() const { return m_drainTimer.interval(); }
+    /// The buffer between the engine thread and the UI thread (for diagnostics and tests).
+    MetricsBuffer &metricsBuffer() { return m_metrics; }
+
+Q_SIGNALS:
+    void busyChanged(bool busy);
+    void pausedChanged(bool paused);
+    void jobStarted();
+    void runCreated(qint64 runId, const QString &storePath);
+    void logLine(engine::LogLevel level, const QString &text);
+    /// Step metrics in step order, delivered in batches (at most one batch per drain interval).
+    void stepMetrics(const QList<engine::train::StepMetrics> &batch);
+    /// After the last stepMetrics batch of the job.
+    void jobFinished(const app::JobOutcome &outcome);
+
+private:
+    void onMetricsAvailable();
+    void drainMetrics();
+    void onWorkerFinished(const app::JobOutcome &outcome);
+
+    engine::JobControl m_control;
+    MetricsBuffer m_metrics;
+    QThread m_thread;
+    EngineWorker *m_worker = nullptr; ///< lives on m_thread; deleted when the thread finishes
+    QTimer m_drainTimer;
+    bool m_busy = false;
+};
+
+} // namespace app

@@ -1,0 +1,57 @@
+#include "app/bridge/engineworker.h"
+
+#include <utility>
+
+namespace app {
+namespace {
+
+/// Forwards the trainer's callbacks: rare events as signals, step metrics into the buffer.
+class ForwardingObserver : public engine::train::TrainingObserver {
+public:
+    ForwardingObserver(EngineWorker &worker, MetricsBuffer &metrics) : m_worker(worker), m_metrics(metrics) {}
+
+    void onRunCreated(int64_t runId, const std::string &storePath) override
+    {
+        Q_EMIT m_worker.runCreated(runId, QString::fromStdString(storePath));
+    }
+
+    void onLog(engine::LogLevel level, const std::string &text) override
+    {
+        Q_EMIT m_worker.logLine(level, QString::fromStdString(text));
+    }
+
+    void onStep(const engine::train::StepMetrics &metrics) override
+    {
+        if (m_metrics.push(metrics))
+            Q_EMIT m_worker.metricsAvailable();
+    }
+
+private:
+    EngineWorker &m_worker;
+    MetricsBuffer &m_metrics;
+};
+
+} // namespace
+
+EngineWorker::EngineWorker(engine::JobControl &control, MetricsBuffer &metrics, TrainingFunction train)
+    : m_control(control), m_metrics(metrics), m_train(std::move(train))
+{
+    if (!m_train)
+        m_train = &engine::train::runTraining;
+}
+
+void EngineWorker::runTraining(const engine::train::TrainingParams &params)
+{
+    // The job boundary: whatever happens inside ends here as one of the three outcomes.
+    JobOutcome outcome;
+    try {
+        Q_EMIT jobStarted();
+        ForwardingObserver observer(*this, m_metrics);
+        outcome = JobOutcome::fromTraining(m_train(params, m_control, observer));
+    } catch (...) {
+        outcome = JobOutcome::failure(engine::currentExceptionInfo());
+    }
+    Q_EMIT jobFinished(outcome);
+}
+
+} // namespace app

@@ -1,0 +1,48 @@
+#pragma once
+// The object that lives on the engine thread and runs jobs there. Owned by EngineBridge.
+
+#include "app/bridge/joboutcome.h"
+#include "app/bridge/metricsbuffer.h"
+#include "engine/core/jobcontrol.h"
+#include "engine/core/loglevel.h"
+#include "engine/train/trainer.h"
+
+#include <QObject>
+#include <QString>
+
+#include <functional>
+
+namespace app {
+
+/// The function that runs a training job; engine::train::runTraining unless a test injects another.
+using TrainingFunction = std::function<engine::train::TrainingOutcome(
+    const engine::train::TrainingParams &, engine::JobControl &, engine::train::TrainingObserver &)>;
+
+/// Runs one job at a time on the thread it was moved to. Signals are emitted on that thread (the
+/// bridge receives them queued); step metrics go into the shared buffer instead of a signal.
+/// Nothing thrown by a job leaves runTraining().
+class EngineWorker : public QObject {
+    Q_OBJECT
+
+public:
+    /// control and metrics are owned by the bridge and outlive this worker.
+    EngineWorker(engine::JobControl &control, MetricsBuffer &metrics, TrainingFunction train);
+
+public Q_SLOTS:
+    void runTraining(const engine::train::TrainingParams &params);
+
+Q_SIGNALS:
+    void jobStarted();
+    void runCreated(qint64 runId, const QString &storePath);
+    void logLine(engine::LogLevel level, const QString &text);
+    /// The metrics buffer went from drained to non-empty (at most once per drain).
+    void metricsAvailable();
+    void jobFinished(const app::JobOutcome &outcome);
+
+private:
+    engine::JobControl &m_control;
+    MetricsBuffer &m_metrics;
+    TrainingFunction m_train;
+};
+
+} // namespace app

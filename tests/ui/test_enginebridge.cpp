@@ -1,0 +1,259 @@
+// The bridge alone, with fake training functions: threading, the three outcomes, refusals and
+// the coalescing of step metrics.
+
+#include "app/bridge/enginebridge.h"
+#include "engine/core/error.h"
+#include "engine/train/trainer.h"
+
+#include <QElapsedTimer>
+#include <QSignalSpy>
+#include <QTest>
+#include <QThread>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <stdexcept>
+#include <thread>
+
+namespace {
+
+using engine::JobControl;
+using engine::JobStatus;
+using engine::train::StepMetrics;
+using engine::train::TrainingObserver;
+using engine::train::TrainingOutcome;
+using engine::train::TrainingParams;
+
+TrainingParams smallParams()
+{
+    TrainingParams params;
+    params.steps = 10;
+    params.threads = 1;
+    return params;
+}
+
+app::JobOutcome waitForOutcome(QSignalSpy &finished, int timeoutMs = 20000)
+{
+    EXPECT_TRUE(QTest::qWaitFor([&] { return finished.count() > 0; }, timeoutMs));
+    if (finished.isEmpty())
+        return {};
+    return finished.takeFirst().at(0).value<app::JobOutcome>();
+}
+
+/// Runs until cancelled, honouring pause; one "step" per millisecond.
+TrainingOutcome runUntilCancelled(const TrainingParams &params, JobControl &control, TrainingObserver &observer)
+{
+    TrainingOutcome outcome;
+    observer.onRunCreated(7, "/tmp/fake.sqlite3");
+    for (int64_t step = 1;; ++step) {
+        if (!control.waitWhilePaused() || control.cancelRequested()) {
+            outcome.status = JobStatus::Cancelled;
+            outcome.runId = 7;
+            outcome.stepsCompleted = step - 1;
+            return outcome;
+        }
+        StepMetrics m;
+        m.step = step;
+        m.totalSteps = params.steps;
+        m.loss = 5.0 / static_cast<double>(step);
+        observer.onStep(m);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
+
+TEST(EngineBridge, RunsTheJobOnAnotherThreadAndSucceeds)
+{
+    std::atomic<QThread *> jobThread{nullptr};
+    app::EngineBridge bridge(nullptr, [&](const TrainingParams &params, JobControl &, TrainingObserver &observer) {
+        jobThread = QThread::currentThread();
+        observer.onLog(engine::LogLevel::Info, "hello from the engine");
+        TrainingOutcome outcome;
+        for (int64_t step = 1; step <= params.steps; ++step) {
+            StepMetrics m;
+            m.step = step;
+            m.totalSteps = params.steps;
+            m.loss = 1.0;
+            observer.onStep(m);
+        }
+        outcome.status = JobStatus::Succeeded;
+        outcome.stepsCompleted = params.steps;
+        return outcome;
+    });
+    QSignalSpy started(&bridge, &app::EngineBridge::jobStarted);
+    QSignalSpy logs(&bridge, &app::EngineBridge::logLine);
+    QSignalSpy metrics(&bridge, &app::EngineBridge::stepMetrics);
+    QSignalSpy finished(&bridge, &app::EngineBridge::jobFinished);
+
+    QString error;
+    ASSERT_TRUE(bridge.startTraining(smallParams(), &error)) << error.toStdString();
+    EXPECT_TRUE(bridge.isBusy());
+    const app::JobOutcome outcome = waitForOutcome(finished);
+    EXPECT_TRUE(outcome.succeeded());
+    EXPECT_EQ(outcome.stepsCompleted, 10);
+    EXPECT_FALSE(bridge.isBusy());
+    EXPECT_EQ(started.count(), 1);
+    ASSERT_EQ(logs.count(), 1);
+    EXPECT_EQ(logs.at(0).at(1).toString(), QStringLiteral("hello from the engine"));
+    EXPECT_NE(jobThread.load(), nullptr);
+    EXPECT_NE(jobThread.load(), QThread::currentThread());
+
+    // Every step arrived, in order, before jobFinished.
+    int64_t next = 1;
+    for (const QList<QVariant> &args : metrics)
+        for (const StepMetrics &m : args.at(0).value<QList<StepMetrics>>())
+            EXPECT_EQ(m.step, next++);
+    EXPECT_EQ(next, 11);
+}
+
+TEST(EngineBridge, RefusesASecondJobAndCancels)
+{
+    app::EngineBridge bridge(nullptr, runUntilCancelled);
+    QSignalSpy finished(&bridge, &app::EngineBridge::jobFinished);
+    QSignalSpy runs(&bridge, &app::EngineBridge::runCreated);
+    ASSERT_TRUE(bridge.startTraining(smallParams()));
+
+    QString error;
+    EXPECT_FALSE(bridge.startTraining(smallParams(), &error));
+    EXPECT_TRUE(error.contains(QStringLiteral("already running"))) << error.toStdString();
+
+    ASSERT_TRUE(QTest::qWaitFor([&] { return runs.count() == 1; }, 5000));
+    EXPECT_EQ(runs.at(0).at(0).toLongLong(), 7);
+    bridge.cancel();
+    EXPECT_TRUE(bridge.isCancelling());
+    const app::JobOutcome outcome = waitForOutcome(finished);
+    EXPECT_TRUE(outcome.cancelled());
+    EXPECT_FALSE(outcome.hasError);
+    EXPECT_EQ(outcome.runId, 7);
+
+    // Idle again: the next job is accepted.
+    EXPECT_TRUE(bridge.startTraining(smallParams(), &error)) << error.toStdString();
+    bridge.cancel();
+    EXPECT_TRUE(waitForOutcome(finished).cancelled());
+}
+
+TEST(EngineBridge, PausesAndResumes)
+{
+    app::EngineBridge bridge(nullptr, runUntilCancelled);
+    QSignalSpy paused(&bridge, &app::EngineBridge::pausedChanged);
+    QSignalSpy metrics(&bridge, &app::EngineBridge::stepMetrics);
+    QSignalSpy finished(&bridge, &app::EngineBridge::jobFinished);
+    ASSERT_TRUE(bridge.startTraining(smallParams()));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return metrics.count() > 0; }, 5000));
+
+    bridge.pause(true);
+    EXPECT_TRUE(bridge.isPaused());
+    ASSERT_EQ(paused.count(), 1);
+    QTest::qWait(100); // let the step in flight land
+    metrics.clear();
+    QTest::qWait(200);
+    EXPECT_EQ(metrics.count(), 0) << "steps ran while paused";
+
+    bridge.pause(false);
+    EXPECT_FALSE(bridge.isPaused());
+    EXPECT_TRUE(QTest::qWaitFor([&] { return metrics.count() > 0; }, 5000));
+
+    // Cancel wakes a paused job.
+    bridge.pause(true);
+    bridge.cancel();
+    EXPECT_TRUE(waitForOutcome(finished).cancelled());
+    EXPECT_FALSE(bridge.isPaused());
+}
+
+TEST(EngineBridge, TurnsExceptionsIntoTypedFailures)
+{
+    int calls = 0;
+    app::EngineBridge bridge(nullptr, [&](const TrainingParams &, JobControl &, TrainingObserver &) -> TrainingOutcome {
+        if (++calls == 1)
+            throw engine::ioError("cannot read /nowhere/corpus.txt");
+        throw std::runtime_error("boom");
+    });
+    QSignalSpy finished(&bridge, &app::EngineBridge::jobFinished);
+
+    ASSERT_TRUE(bridge.startTraining(smallParams()));
+    app::JobOutcome outcome = waitForOutcome(finished);
+    EXPECT_TRUE(outcome.failed());
+    EXPECT_TRUE(outcome.hasError);
+    EXPECT_EQ(outcome.errorKind, engine::ErrorKind::Io);
+    EXPECT_EQ(outcome.errorMessage, QStringLiteral("cannot read /nowhere/corpus.txt"));
+
+    ASSERT_TRUE(bridge.startTraining(smallParams()));
+    outcome = waitForOutcome(finished);
+    EXPECT_TRUE(outcome.failed());
+    EXPECT_EQ(outcome.errorKind, engine::ErrorKind::Internal);
+    EXPECT_TRUE(outcome.errorMessage.contains(QStringLiteral("boom")));
+}
+
+TEST(EngineBridge, RefusesInvalidSettingsWithoutStartingAJob)
+{
+    std::atomic<int> calls{0};
+    app::EngineBridge bridge(nullptr, [&](const TrainingParams &, JobControl &, TrainingObserver &) {
+        ++calls;
+        return TrainingOutcome{};
+    });
+    QSignalSpy started(&bridge, &app::EngineBridge::jobStarted);
+    TrainingParams params = smallParams();
+    params.steps = 0;
+    QString error;
+    EXPECT_FALSE(bridge.startTraining(params, &error));
+    EXPECT_TRUE(error.contains(QStringLiteral("steps"))) << error.toStdString();
+    EXPECT_FALSE(bridge.isBusy());
+    QTest::qWait(100);
+    EXPECT_EQ(started.count(), 0);
+    EXPECT_EQ(calls.load(), 0);
+}
+
+TEST(EngineBridge, CoalescesAFloodOfStepsIntoFewBatches)
+{
+    constexpr int64_t kSteps = 3000;
+    app::EngineBridge bridge(nullptr, [&](const TrainingParams &, JobControl &, TrainingObserver &observer) {
+        // About 3000 steps in ~0.3 s: far faster than any real trainer.
+        for (int64_t step = 1; step <= kSteps; ++step) {
+            StepMetrics m;
+            m.step = step;
+            m.totalSteps = kSteps;
+            observer.onStep(m);
+            if (step % 10 == 0)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        TrainingOutcome outcome;
+        outcome.status = JobStatus::Succeeded;
+        outcome.stepsCompleted = kSteps;
+        return outcome;
+    });
+    QSignalSpy metrics(&bridge, &app::EngineBridge::stepMetrics);
+    QSignalSpy finished(&bridge, &app::EngineBridge::jobFinished);
+    ASSERT_TRUE(bridge.startTraining(smallParams()));
+    EXPECT_TRUE(waitForOutcome(finished).succeeded());
+
+    int64_t received = 0;
+    int64_t next = 1;
+    for (const QList<QVariant> &args : metrics) {
+        for (const StepMetrics &m : args.at(0).value<QList<StepMetrics>>()) {
+            EXPECT_EQ(m.step, next++);
+            ++received;
+        }
+    }
+    EXPECT_EQ(received + static_cast<int64_t>(bridge.metricsBuffer().dropped()), kSteps);
+    EXPECT_EQ(received, kSteps) << "nothing should be dropped below the buffer's capacity";
+    EXPECT_LT(metrics.count(), kSteps / 20) << "the UI was woken " << metrics.count() << " times for " << kSteps << " steps";
+    std::cout << "[          ] " << kSteps << " steps arrived in " << metrics.count() << " batches\n";
+}
+
+TEST(EngineBridge, DestructorStopsARunningJob)
+{
+    QElapsedTimer timer;
+    {
+        app::EngineBridge bridge(nullptr, runUntilCancelled);
+        QSignalSpy metrics(&bridge, &app::EngineBridge::stepMetrics);
+        ASSERT_TRUE(bridge.startTraining(smallParams()));
+        ASSERT_TRUE(QTest::qWaitFor([&] { return metrics.count() > 0; }, 5000));
+        bridge.pause(true);
+        timer.start();
+    }
+    EXPECT_LT(timer.elapsed(), 2000);
+}
+
+} // namespace

@@ -1,0 +1,99 @@
+#pragma once
+// The Train page: the demo's settings, run controls, progress, the live loss curve and a log.
+
+#include "app/bridge/joboutcome.h"
+#include "engine/core/loglevel.h"
+#include "engine/train/stepmetrics.h"
+#include "engine/train/trainingparams.h"
+
+#include <QList>
+#include <QWidget>
+
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+
+namespace app {
+class EngineBridge;
+}
+
+namespace ui {
+
+class LossPlot;
+
+class TrainPage : public QWidget {
+    Q_OBJECT
+
+public:
+    /// bridge outlives the page. storePath: the run database jobs write to (never empty).
+    TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidget *parent = nullptr);
+    ~TrainPage() override;
+
+    /// The settings as the fields show them.
+    engine::train::TrainingParams params() const;
+    void setStorePath(const QString &storePath) { m_storePath = storePath; }
+
+    /// Points the corpus field back at the bundled demo corpus (the other settings are kept).
+    void useDemoCorpus();
+
+    LossPlot *lossPlot() const { return m_plot; }
+    /// The job's state in a word or two: "Idle", "Running", "Paused", "Stopping", "Succeeded"...
+    QString stateText() const { return m_stateText; }
+
+public Q_SLOTS:
+    /// Starts a job with the fields' settings. Returns false (and says why in the log and the
+    /// status bar) when the settings are invalid or a job is running.
+    bool start();
+    void togglePause();
+    void stop();
+    /// Appends one line to the log panel.
+    void appendLog(engine::LogLevel level, const QString &text);
+
+Q_SIGNALS:
+    void stateChanged(const QString &state);
+    void progressChanged(qint64 step, qint64 totalSteps, double tokensPerSecond);
+    void statusMessage(const QString &text, int timeoutMs);
+
+private:
+    QWidget *createSettingsBox();
+    QWidget *createProgressBox();
+    void browseCorpus();
+    void onStepMetrics(const QList<engine::train::StepMetrics> &batch);
+    void onJobFinished(const app::JobOutcome &outcome);
+    void updateControls();
+    void setState(const QString &state);
+    void loadFields();
+    void saveFields() const;
+
+    app::EngineBridge &m_bridge;
+    QString m_storePath;
+    QString m_stateText;
+    qint64 m_totalSteps = 0;
+
+    QLineEdit *m_corpusEdit = nullptr;
+    QPushButton *m_browseButton = nullptr;
+    QSpinBox *m_stepsSpin = nullptr;
+    QDoubleSpinBox *m_lrSpin = nullptr;
+    QSpinBox *m_batchSpin = nullptr;
+    QSpinBox *m_seqLenSpin = nullptr;
+    QSpinBox *m_threadsSpin = nullptr;
+    QPushButton *m_startButton = nullptr;
+    QPushButton *m_pauseButton = nullptr;
+    QPushButton *m_stopButton = nullptr;
+    QProgressBar *m_progressBar = nullptr;
+    QLabel *m_lossValue = nullptr;
+    QLabel *m_smoothedValue = nullptr;
+    QLabel *m_lrValue = nullptr;
+    QLabel *m_gradNormValue = nullptr;
+    QLabel *m_speedValue = nullptr;
+    QLabel *m_elapsedValue = nullptr;
+    QLabel *m_runValue = nullptr;
+    LossPlot *m_plot = nullptr;
+    QPlainTextEdit *m_log = nullptr;
+};
+
+} // namespace ui
