@@ -90,6 +90,18 @@ private:
     SqliteStatement &m_statement;
 };
 
+/// Runs a cached query whose one parameter is a run id and reads every row with `readRow`.
+template <typename Record, typename ReadRow>
+std::vector<Record> readRowsOfRun(SqliteStatement &select, int64_t run, ReadRow readRow)
+{
+    std::vector<Record> rows;
+    StatementScope scope(select);
+    select.bind(1, run);
+    while (select.step())
+        rows.push_back(readRow(select));
+    return rows;
+}
+
 constexpr std::string_view kRunColumns = "id, name, created, finished, status, config, model, notes";
 
 RunRecord readRun(const SqliteStatement &statement)
@@ -355,35 +367,22 @@ std::vector<MetricPoint> RunStore::metric(int64_t run, const std::string &key)
 
 std::vector<std::string> RunStore::metricKeys(int64_t run)
 {
-    std::vector<std::string> keys;
-    auto &select = m_impl->selectMetricKeys;
-    StatementScope scope(select);
-    select.bind(1, run);
-    while (select.step())
-        keys.push_back(select.columnText(0));
-    return keys;
+    return readRowsOfRun<std::string>(m_impl->selectMetricKeys, run,
+                                      [](const SqliteStatement &row) { return row.columnText(0); });
 }
 
 std::vector<EventRecord> RunStore::events(int64_t run)
 {
-    std::vector<EventRecord> events;
-    auto &select = m_impl->selectEvents;
-    StatementScope scope(select);
-    select.bind(1, run);
-    while (select.step())
-        events.push_back({select.columnText(0), parseLogLevel(select.columnText(1)), select.columnText(2)});
-    return events;
+    return readRowsOfRun<EventRecord>(m_impl->selectEvents, run, [](const SqliteStatement &row) {
+        return EventRecord{row.columnText(0), parseLogLevel(row.columnText(1)), row.columnText(2)};
+    });
 }
 
 std::vector<ArtifactRecord> RunStore::artifacts(int64_t run)
 {
-    std::vector<ArtifactRecord> artifacts;
-    auto &select = m_impl->selectArtifacts;
-    StatementScope scope(select);
-    select.bind(1, run);
-    while (select.step())
-        artifacts.push_back({select.columnText(0), select.columnText(1)});
-    return artifacts;
+    return readRowsOfRun<ArtifactRecord>(m_impl->selectArtifacts, run, [](const SqliteStatement &row) {
+        return ArtifactRecord{row.columnText(0), row.columnText(1)};
+    });
 }
 
 } // namespace engine::store

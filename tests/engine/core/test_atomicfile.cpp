@@ -1,5 +1,6 @@
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
+#include "support/tempdir.h"
 
 #include <gtest/gtest.h>
 
@@ -7,22 +8,11 @@
 #include <fstream>
 
 namespace fs = std::filesystem;
-
-namespace {
-
-fs::path freshDir(const std::string &name)
-{
-    const fs::path dir = fs::temp_directory_path() / ("tunebench-test-" + name + "-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
-
-} // namespace
+using testing_support::TempDir;
 
 TEST(AtomicFile, WritesAndReplacesWithoutLeavingTemporaries)
 {
-    const fs::path dir = freshDir("atomic");
+    const TempDir dir("atomic");
     const fs::path file = dir / "sub" / "out.txt";
     engine::writeFileAtomically(file, "first");
     EXPECT_EQ(engine::readFile(file), "first");
@@ -32,12 +22,11 @@ TEST(AtomicFile, WritesAndReplacesWithoutLeavingTemporaries)
     for ([[maybe_unused]] const auto &entry : fs::directory_iterator(dir / "sub"))
         ++entries;
     EXPECT_EQ(entries, 1) << "temporary files left behind";
-    fs::remove_all(dir);
 }
 
 TEST(AtomicFile, UnwritableTargetIsAnIoErrorNamingThePath)
 {
-    const fs::path dir = freshDir("atomic-fail");
+    const TempDir dir("atomic-fail");
     const fs::path blocker = dir / "blocker";
     std::ofstream(blocker) << "a file where a folder should be";
     try {
@@ -47,7 +36,6 @@ TEST(AtomicFile, UnwritableTargetIsAnIoErrorNamingThePath)
         EXPECT_EQ(e.kind(), engine::ErrorKind::Io);
         EXPECT_NE(std::string(e.what()).find("blocker"), std::string::npos) << e.what();
     }
-    fs::remove_all(dir);
 }
 
 TEST(AtomicFile, ReadingAMissingFileNamesIt)

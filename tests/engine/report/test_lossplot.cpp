@@ -2,6 +2,8 @@
 #include "engine/core/error.h"
 #include "engine/report/lossplot.h"
 #include "engine/report/plotstyle.h"
+#include "support/expecterror.h"
+#include "support/tempdir.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -9,22 +11,15 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
-#include <unistd.h>
 
 namespace fs = std::filesystem;
 using engine::report::CurvePoint;
 using engine::report::LossPlotOptions;
 using engine::report::Rgb;
+using testing_support::expectError;
+using testing_support::TempDir;
 
 namespace {
-
-fs::path freshDir(const std::string &name)
-{
-    const fs::path dir = fs::temp_directory_path() / ("tunebench-test-" + name + "-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
 
 uint32_t bigEndian32(const std::string &bytes, size_t at)
 {
@@ -91,18 +86,6 @@ std::vector<CurvePoint> decreasingCurve(int count)
     return curve;
 }
 
-template <typename Call>
-void expectError(Call call, engine::ErrorKind kind, const std::string &needle)
-{
-    try {
-        call();
-        FAIL() << "no error thrown";
-    } catch (const engine::Error &error) {
-        EXPECT_EQ(error.kind(), kind) << error.what();
-        EXPECT_NE(std::string(error.what()).find(needle), std::string::npos) << error.what();
-    }
-}
-
 } // namespace
 
 TEST(SmoothDebiased, MatchesHandComputedValues)
@@ -127,7 +110,7 @@ TEST(SmoothDebiased, MatchesHandComputedValues)
 
 TEST(LossPlot, WritesAValidPngOfTheRequestedSize)
 {
-    const fs::path dir = freshDir("lossplot");
+    const TempDir dir("lossplot");
     LossPlotOptions options;
     options.width = 640;
     options.height = 400;
@@ -138,12 +121,11 @@ TEST(LossPlot, WritesAValidPngOfTheRequestedSize)
     EXPECT_EQ(png.height, 400u);
     EXPECT_EQ(png.chunkTypes, (std::vector<std::string>{"IHDR", "IDAT", "IEND"}));
     EXPECT_EQ(png.at(0, 0), engine::report::kBackgroundColor);
-    fs::remove_all(dir);
 }
 
 TEST(LossPlot, DecreasingCurveIsDrawnHighOnTheLeftAndLowOnTheRight)
 {
-    const fs::path dir = freshDir("lossplot-curve");
+    const TempDir dir("lossplot-curve");
     engine::report::writeLossPlotPng(dir / "loss.png", decreasingCurve(800));
     const DecodedPng png = decodePng(engine::readFile(dir / "loss.png"));
     ASSERT_EQ(png.width, 960u);
@@ -165,12 +147,11 @@ TEST(LossPlot, DecreasingCurveIsDrawnHighOnTheLeftAndLowOnTheRight)
     ASSERT_GT(right, 0) << "no smoothed-colour pixels on the right";
     EXPECT_LT(left, right) << "the loss goes down, so its line should be higher (smaller rows) on the left";
     EXPECT_GT(meanRow(png.width / 5, 4 * png.width / 5, engine::report::kRawCurveColor), 0) << "no raw curve";
-    fs::remove_all(dir);
 }
 
 TEST(LossPlot, EdgeCasesStillDraw)
 {
-    const fs::path dir = freshDir("lossplot-edges");
+    const TempDir dir("lossplot-edges");
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const double inf = std::numeric_limits<double>::infinity();
     auto countColor = [](const DecodedPng &png, Rgb color) {
@@ -194,12 +175,11 @@ TEST(LossPlot, EdgeCasesStillDraw)
         const DecodedPng png = decodePng(engine::readFile(file));
         EXPECT_GT(countColor(png, engine::report::kSmoothedCurveColor), 0) << "curve " << i << " not drawn";
     }
-    fs::remove_all(dir);
 }
 
 TEST(LossPlot, ErrorsNameTheProblem)
 {
-    const fs::path dir = freshDir("lossplot-errors");
+    const TempDir dir("lossplot-errors");
     const double nan = std::numeric_limits<double>::quiet_NaN();
     expectError([&] { engine::report::writeLossPlotPng(dir / "a.png", {}); }, engine::ErrorKind::InvalidInput,
                 "no points");
@@ -214,5 +194,4 @@ TEST(LossPlot, ErrorsNameTheProblem)
     expectError([&] { engine::report::writeLossPlotPng(dir / "file" / "loss.png", {{0, 1}, {1, 0.5}}); },
                 engine::ErrorKind::Io, (dir / "file").string());
     EXPECT_FALSE(fs::exists(dir / "a.png"));
-    fs::remove_all(dir);
 }

@@ -1,45 +1,14 @@
 #pragma once
-// Helpers for the run store tests: a unique temporary folder removed at the end of the test, and
-// one-value queries through the raw sqlite3 API (to look at the file the way another tool would).
+// Helpers for the run store tests: queries through the raw sqlite3 API (to look at the file the way
+// another tool would). Temporary folders come from testing_support::TempDir (support/tempdir.h).
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
-#include <atomic>
 #include <filesystem>
 #include <string>
-#include <unistd.h>
 
 namespace storetest {
-
-/// A fresh folder under the system temp directory, removed with everything in it on destruction.
-class TempDir {
-public:
-    TempDir()
-    {
-        static std::atomic<int> counter{0};
-        const auto *test = ::testing::UnitTest::GetInstance()->current_test_info();
-        std::string name = "tunebench-store-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-        if (test)
-            name += std::string("-") + test->name();
-        m_path = std::filesystem::temp_directory_path() / name;
-        std::filesystem::remove_all(m_path);
-        std::filesystem::create_directories(m_path);
-    }
-    ~TempDir()
-    {
-        std::error_code ignored;
-        std::filesystem::remove_all(m_path, ignored);
-    }
-    TempDir(const TempDir &) = delete;
-    TempDir &operator=(const TempDir &) = delete;
-
-    const std::filesystem::path &path() const { return m_path; }
-    std::filesystem::path file(const std::string &name) const { return m_path / name; }
-
-private:
-    std::filesystem::path m_path;
-};
 
 /// A raw sqlite3 connection for inspecting a store file; closed on destruction.
 class RawDb {

@@ -6,6 +6,7 @@
 
 #include "engine/store/runstore.h"
 #include "storetestutil.h"
+#include "support/tempdir.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +19,7 @@
 
 using namespace engine::store;
 using storetest::RawDb;
-using storetest::TempDir;
+using testing_support::TempDir;
 
 namespace {
 
@@ -138,11 +139,11 @@ TEST(RunStoreKillSafety, KilledWriterLosesNoCommittedStep)
                             {333, std::chrono::microseconds(250)},
                             {1200, std::chrono::microseconds(0)},
                             {2500, std::chrono::microseconds(1500)}};
-    TempDir dir;
+    TempDir dir("store");
     int index = 0;
     for (const auto &round : rounds) {
         SCOPED_TRACE("round " + std::to_string(index) + ", kill after step " + std::to_string(round.killAfterStep));
-        const auto path = dir.file("runs-" + std::to_string(index++) + ".db");
+        const auto path = dir / ("runs-" + std::to_string(index++) + ".db");
         const auto killed = runAndKill(path, round.killAfterStep, round.delay);
         ASSERT_GT(killed.run, 0);
 
@@ -172,11 +173,11 @@ TEST(RunStoreKillSafety, KilledWriterLosesNoCommittedStep)
 // Killed before or while opening, migrating or creating its run: the file still opens.
 TEST(RunStoreKillSafety, KilledWhileOpeningLeavesAUsableFile)
 {
-    TempDir dir;
+    TempDir dir("store");
     int index = 0;
     for (int delayUs : {0, 100, 300, 1000, 3000}) {
         SCOPED_TRACE("killed after " + std::to_string(delayUs) + " us");
-        const auto path = dir.file("runs-" + std::to_string(index++) + ".db");
+        const auto path = dir / ("runs-" + std::to_string(index++) + ".db");
         runAndKill(path, -1, std::chrono::microseconds(delayUs));
 
         auto store = RunStore::open(path);

@@ -4,6 +4,7 @@
 #include "engine/store/processliveness.h"
 #include "engine/store/runstore.h"
 #include "storetestutil.h"
+#include "support/tempdir.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +13,7 @@
 
 using namespace engine::store;
 using storetest::RawDb;
-using storetest::TempDir;
+using testing_support::TempDir;
 
 namespace {
 
@@ -58,8 +59,8 @@ TEST(ProcessLiveness, ZombieAndReapedChildrenAreGone)
 
 TEST(RunStoreReconcile, RunOfMissingPidBecomesInterrupted)
 {
-    TempDir dir;
-    const auto path = dir.file("runs.db");
+    TempDir dir("store");
+    const auto path = dir / "runs.db";
     auto store = RunStore::open(path);
     const int64_t dead = store.createRun("dead", "{}", "m");
     const int64_t alive = store.createRun("alive", "{}", "m");
@@ -75,8 +76,8 @@ TEST(RunStoreReconcile, RunOfMissingPidBecomesInterrupted)
 
 TEST(RunStoreReconcile, ReusedPidWithOtherStartTimeIsNotTheOwner)
 {
-    TempDir dir;
-    const auto path = dir.file("runs.db");
+    TempDir dir("store");
+    const auto path = dir / "runs.db";
     auto store = RunStore::open(path);
     const int64_t run = store.createRun("r", "{}", "m");
     // Same pid as ours (alive), but the run was started by an earlier process that had this pid.
@@ -86,8 +87,8 @@ TEST(RunStoreReconcile, ReusedPidWithOtherStartTimeIsNotTheOwner)
 
 TEST(RunStoreReconcile, OpenAndListRunsReconcile)
 {
-    TempDir dir;
-    const auto path = dir.file("runs.db");
+    TempDir dir("store");
+    const auto path = dir / "runs.db";
     int64_t first = 0;
     int64_t second = 0;
     {
@@ -112,8 +113,8 @@ TEST(RunStoreReconcile, OpenAndListRunsReconcile)
 
 TEST(RunStoreReconcile, FinishedRunsAreLeftAlone)
 {
-    TempDir dir;
-    const auto path = dir.file("runs.db");
+    TempDir dir("store");
+    const auto path = dir / "runs.db";
     auto store = RunStore::open(path);
     const int64_t run = store.createRun("r", "{}", "m");
     store.finishRun(run, RunStatus::Succeeded);

@@ -4,6 +4,7 @@
 #include "engine/core/error.h"
 #include "engine/store/runstore.h"
 #include "storetestutil.h"
+#include "support/tempdir.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,7 +15,7 @@
 using namespace engine::store;
 using engine::ErrorKind;
 using storetest::RawDb;
-using storetest::TempDir;
+using testing_support::TempDir;
 using ::testing::HasSubstr;
 
 namespace {
@@ -43,8 +44,8 @@ void writeBytes(const std::filesystem::path &path, const std::string &bytes)
 
 TEST(RunStoreMigrations, FreshFileIsAtTheCurrentVersion)
 {
-    TempDir dir;
-    const auto path = dir.file("runs.db");
+    TempDir dir("store");
+    const auto path = dir / "runs.db";
     RunStore::open(path);
     RawDb raw(path);
     EXPECT_EQ(raw.query("PRAGMA user_version"), std::to_string(RunStore::kSchemaVersion));
@@ -52,8 +53,8 @@ TEST(RunStoreMigrations, FreshFileIsAtTheCurrentVersion)
 
 TEST(RunStoreMigrations, OpeningTwiceDoesNotMigrateAgain)
 {
-    TempDir dir;
-    const auto path = dir.file("runs.db");
+    TempDir dir("store");
+    const auto path = dir / "runs.db";
     int64_t run = 0;
     {
         auto store = RunStore::open(path);
@@ -66,8 +67,8 @@ TEST(RunStoreMigrations, OpeningTwiceDoesNotMigrateAgain)
 
 TEST(RunStoreMigrations, NewerSchemaIsRefusedNamingPathAndVersions)
 {
-    TempDir dir;
-    const auto path = dir.file("runs.db");
+    TempDir dir("store");
+    const auto path = dir / "runs.db";
     RunStore::open(path);
     {
         RawDb raw(path);
@@ -85,7 +86,7 @@ TEST(RunStoreMigrations, NewerSchemaIsRefusedNamingPathAndVersions)
 
 TEST(RunStoreMigrations, GarbageFileIsAnIoErrorNamingThePath)
 {
-    TempDir dir;
+    TempDir dir("store");
     std::mt19937 random(1234);
     std::string noise(8192, '\0');
     for (auto &byte : noise)
@@ -96,7 +97,7 @@ TEST(RunStoreMigrations, GarbageFileIsAnIoErrorNamingThePath)
         {"header-only.db", std::string("SQLite format 3\0", 16) + std::string(84, '\xff')},
     };
     for (const auto &[name, bytes] : files) {
-        const auto path = dir.file(name);
+        const auto path = dir / name;
         writeBytes(path, bytes);
         const auto error = openError(path);
         EXPECT_EQ(error.kind(), ErrorKind::Io) << name << ": " << error.what();
@@ -106,8 +107,8 @@ TEST(RunStoreMigrations, GarbageFileIsAnIoErrorNamingThePath)
 
 TEST(RunStoreMigrations, OtherProgramsDatabaseIsAnIoError)
 {
-    TempDir dir;
-    const auto path = dir.file("someone-else.db");
+    TempDir dir("store");
+    const auto path = dir / "someone-else.db";
     {
         RawDb raw(path);
         raw.exec("CREATE TABLE songs (title TEXT)");
@@ -120,9 +121,9 @@ TEST(RunStoreMigrations, OtherProgramsDatabaseIsAnIoError)
 
 TEST(RunStoreMigrations, UncreatableFolderIsAnIoError)
 {
-    TempDir dir;
-    writeBytes(dir.file("plain-file"), "x");
-    const auto path = dir.file("plain-file/sub/runs.db");
+    TempDir dir("store");
+    writeBytes(dir / "plain-file", "x");
+    const auto path = dir / "plain-file/sub/runs.db";
     const auto error = openError(path);
     EXPECT_EQ(error.kind(), ErrorKind::Io);
     EXPECT_THAT(error.what(), HasSubstr(path.string()));

@@ -4,6 +4,7 @@
 #include "engine/core/error.h"
 #include "engine/store/runstore.h"
 #include "storetestutil.h"
+#include "support/tempdir.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,7 +18,7 @@ using namespace engine::store;
 using engine::ErrorKind;
 using engine::LogLevel;
 using storetest::RawDb;
-using storetest::TempDir;
+using testing_support::TempDir;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -37,12 +38,20 @@ bool isIso8601Utc(const std::string &text)
     return std::regex_match(text, pattern);
 }
 
+/// A fresh store file, open, with a raw sqlite3 connection beside it for looking at the file.
+struct StoreWithRawView {
+    TempDir dir{"store"};
+    std::filesystem::path path = dir / "runs.db";
+    RunStore store = RunStore::open(path);
+    RawDb raw{path};
+};
+
 } // namespace
 
 TEST(RunStore, CreatesParentFoldersAndTheFile)
 {
-    TempDir dir;
-    const auto path = dir.file("a/b/c/runs.db");
+    TempDir dir("store");
+    const auto path = dir / "a/b/c/runs.db";
     auto store = RunStore::open(path);
     EXPECT_TRUE(std::filesystem::exists(path));
     EXPECT_EQ(store.path(), path);
@@ -51,8 +60,8 @@ TEST(RunStore, CreatesParentFoldersAndTheFile)
 
 TEST(RunStore, RunRoundTrip)
 {
-    TempDir dir;
-    auto store = RunStore::open(dir.file("runs.db"));
+    TempDir dir("store");
+    auto store = RunStore::open(dir / "runs.db");
     const int64_t id = store.createRun("demo", R"({"lr": 0.001})", "llama");
     auto record = store.run(id);
     ASSERT_TRUE(record);
@@ -79,8 +88,8 @@ TEST(RunStore, RunRoundTrip)
 
 TEST(RunStore, EmptyConfigIsStoredAsEmptyObjectAndBadJsonIsRefused)
 {
-    TempDir dir;
-    auto store = RunStore::open(dir.file("runs.db"));
+    TempDir dir("store");
+    auto store = RunStore::open(dir / "runs.db");
     const int64_t id = store.createRun("no config", "", "gpt2");
     EXPECT_EQ(store.run(id)->configJson, "{}");
     try {
@@ -94,8 +103,8 @@ TEST(RunStore, EmptyConfigIsStoredAsEmptyObjectAndBadJsonIsRefused)
 
 TEST(RunStore, EveryStatusRoundTrips)
 {
-    TempDir dir;
-    auto store = RunStore::open(dir.file("runs.db"));
+    TempDir dir("store");
+    auto store = RunStore::open(dir / "runs.db");
     for (auto status : {RunStatus::Succeeded, RunStatus::Failed, RunStatus::Cancelled, RunStatus::Interrupted}) {
         const int64_t id = store.createRun(runStatusName(status), "{}", "m");
         store.finishRun(id, status);
@@ -108,8 +117,8 @@ TEST(RunStore, EveryStatusRoundTrips)
 
 TEST(RunStore, FinishWithRunningOrUnknownRunIsInvalidInput)
 {
-    TempDir dir;
-    auto store = RunStore::open(dir.file("runs.db"));
+    TempDir dir("store");
+    auto store = RunStore::open(dir / "runs.db");
     const int64_t id = store.createRun("r", "{}", "m");
     try {
         store.finishRun(id, RunStatus::Running);
@@ -130,7 +139,7 @@ TEST(RunStore, FinishWithRunningOrUnknownRunIsInvalidInput)
         } catch (const engine::Error &e) {
             EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
             EXPECT_THAT(e.what(), HasSubstr("no run with id " + std::to_string(id + 99)));
-            EXPECT_THAT(e.what(), HasSubstr(dir.file("runs.db").string()));
+            EXPECT_THAT(e.what(), HasSubstr((dir / "runs.db").string()));
         }
     }
     // The failed batch left nothing behind and the statements are still usable.
@@ -140,8 +149,8 @@ TEST(RunStore, FinishWithRunningOrUnknownRunIsInvalidInput)
 
 TEST(RunStore, ListRunsNewestFirst)
 {
-    TempDir dir;
-    auto store = RunStore::open(dir.file("runs.db"));
+    TempDir dir("store");
+    auto store = RunStore::open(dir / "runs.db");
     const int64_t a = store.createRun("a", "{}", "m");
     const int64_t b = store.createRun("b", "{}", "m");
     const int64_t c = store.createRun("c", "{}", "m");
@@ -155,8 +164,8 @@ TEST(RunStore, ListRunsNewestFirst)
 
 TEST(RunStore, MetricsComeBackInStepOrderEvenWhenAppendedOutOfOrder)
 {
-    TempDir dir;
-    auto store = RunStore::open(dir.file("runs.db"));
+    TempDir dir("store");
+    auto store = RunStore::open(dir / "runs.db");
     const int64_t run = store.createRun("r", "{}", "m");
     const int64_t other = store.createRun("other", "{}", "m");
     store.appendMetrics(run, {{"train/loss", 3, 3.5, 0.3}, {"train/loss", 1, 1.5, 0.9}, {"lr", 1, 1.5, 1e-3}});
@@ -177,8 +186,8 @@ TEST(RunStore, MetricsComeBackInStepOrderEvenWhenAppendedOutOfOrder)
 
 TEST(RunStore, NanAndInfinityValuesSurvive)
 {
-    TempDir dir;
-    auto store = RunStore::open(dir.file("runs.db"));
+    TempDir dir("store");
+    auto store = RunStore::open(dir / "runs.db");
     const int64_t run = store.createRun("r", "{}", "m");
     const double inf = std::numeric_limits<double>::infinity();
     store.appendMetrics(run, {{"loss", 1, 1.0, std::nan("")}, {"loss", 2, 2.0, inf}, {"loss", 3, 3.0, -inf}});
@@ -191,8 +200,8 @@ TEST(RunStore, NanAndInfinityValuesSurvive)
 
 TEST(RunStore, SameStepWrittenTwiceKeepsTheLastValue)
 {
-    TempDir dir;
-    auto store = RunStore::open(dir.file("runs.db"));
+    TempDir dir("store");
+    auto store = RunStore::open(dir / "runs.db");
     const int64_t run = store.createRun("r", "{}", "m");
     store.appendMetrics(run, {{"loss", 5, 5.0, 1.0}});
     store.appendMetrics(run, {{"loss", 5, 9.0, 0.7}}); // e.g. re-logged after resuming
@@ -204,8 +213,8 @@ TEST(RunStore, SameStepWrittenTwiceKeepsTheLastValue)
 
 TEST(RunStore, EventsAndArtifactsRoundTripInOrder)
 {
-    TempDir dir;
-    auto store = RunStore::open(dir.file("runs.db"));
+    TempDir dir("store");
+    auto store = RunStore::open(dir / "runs.db");
     const int64_t run = store.createRun("r", "{}", "m");
     store.addEvent(run, LogLevel::Info, "started");
     store.addEvent(run, LogLevel::Warning, "loss spiked at step 40");
@@ -235,8 +244,8 @@ TEST(RunStore, EventsAndArtifactsRoundTripInOrder)
 
 TEST(RunStore, DataSurvivesReopening)
 {
-    TempDir dir;
-    const auto path = dir.file("runs.db");
+    TempDir dir("store");
+    const auto path = dir / "runs.db";
     int64_t run = 0;
     {
         auto store = RunStore::open(path);
@@ -253,22 +262,20 @@ TEST(RunStore, IsMoveOnly)
 {
     static_assert(!std::is_copy_constructible_v<RunStore>);
     static_assert(std::is_nothrow_move_constructible_v<RunStore>);
-    TempDir dir;
-    auto first = RunStore::open(dir.file("runs.db"));
+    TempDir dir("store");
+    auto first = RunStore::open(dir / "runs.db");
     const int64_t run = first.createRun("r", "{}", "m");
     RunStore second = std::move(first);
     second.appendMetrics(run, {{"loss", 1, 1.0, 0.5}});
-    auto third = RunStore::open(dir.file("other.db"));
+    auto third = RunStore::open(dir / "other.db");
     third = std::move(second);
     EXPECT_EQ(third.metric(run, "loss").size(), 1u);
 }
 
 TEST(RunStore, PragmasAreSet)
 {
-    TempDir dir;
-    const auto path = dir.file("runs.db");
-    auto store = RunStore::open(path);
-    RawDb raw(path);
+    StoreWithRawView opened;
+    RawDb &raw = opened.raw;
     EXPECT_EQ(raw.query("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(raw.query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"),
               "artifacts\nevents\nmetrics\nruns");
@@ -276,10 +283,8 @@ TEST(RunStore, PragmasAreSet)
 
 TEST(RunStore, MetricQueryUsesTheRunKeyStepIndex)
 {
-    TempDir dir;
-    const auto path = dir.file("runs.db");
-    auto store = RunStore::open(path);
-    RawDb raw(path);
+    StoreWithRawView opened;
+    RawDb &raw = opened.raw;
     EXPECT_EQ(raw.query("SELECT group_concat(name) FROM pragma_index_info('metrics_run_key_step')"), "run,key,step");
     const std::string plan =
         raw.query("EXPLAIN QUERY PLAN SELECT step, wall_time, value FROM metrics WHERE run = 1 AND key = 'loss' ORDER BY step");
@@ -293,8 +298,8 @@ TEST(RunStore, MetricQueryUsesTheRunKeyStepIndex)
 // writes: it never blocks, and it sees whole batches only.
 TEST(RunStoreConcurrency, SecondConnectionReadsWhileFirstWrites)
 {
-    TempDir dir;
-    const auto path = dir.file("runs.db");
+    TempDir dir("store");
+    const auto path = dir / "runs.db";
     auto writerStore = RunStore::open(path);
     auto reader = RunStore::open(path);
     const int64_t run = writerStore.createRun("live", "{}", "m");

@@ -2,46 +2,29 @@
 #include "engine/core/error.h"
 #include "engine/core/paths.h"
 #include "engine/tokenize/sentencepiecetokenizer.h"
+#include "support/expecterror.h"
+#include "support/tempdir.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <unistd.h>
+#include <optional>
 
 namespace fs = std::filesystem;
 using engine::tokenize::SentencePieceTokenizer;
 using engine::tokenize::SentencePieceTrainOptions;
+using testing_support::expectError;
+using testing_support::TempDir;
 
 namespace {
-
-fs::path freshDir(const std::string &name)
-{
-    const fs::path dir = fs::temp_directory_path() / ("tunebench-test-" + name + "-" + std::to_string(::getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
-
-/// Expects `call` to throw engine::Error of `kind` whose message mentions `needle`.
-template <typename Call>
-void expectError(Call call, engine::ErrorKind kind, const std::string &needle)
-{
-    try {
-        call();
-        FAIL() << "no error thrown";
-    } catch (const engine::Error &error) {
-        EXPECT_EQ(error.kind(), kind) << error.what();
-        EXPECT_NE(std::string(error.what()).find(needle), std::string::npos) << error.what();
-    }
-}
 
 /// Trains once on the first 200 KB of the demo corpus (about a second), in a folder with a space.
 class TrainedTokenizer : public ::testing::Test {
 protected:
     static void SetUpTestSuite()
     {
-        s_dir = freshDir("tokenize") / "with space";
+        s_root.emplace("tokenize");
+        s_dir = *s_root / "with space";
         fs::create_directories(s_dir);
         const std::string text = engine::readFile(engine::demoCorpusPath());
         ASSERT_GT(text.size(), 200000u);
@@ -50,8 +33,9 @@ protected:
         options.vocabSize = 512;
         SentencePieceTokenizer::train(s_dir / "corpus, part 1.txt", s_dir / "tokenizer.model", options);
     }
-    static void TearDownTestSuite() { fs::remove_all(s_dir.parent_path()); }
+    static void TearDownTestSuite() { s_root.reset(); }
 
+    static inline std::optional<TempDir> s_root;
     static inline fs::path s_dir;
 };
 
@@ -143,7 +127,7 @@ TEST_F(TrainedTokenizer, OutOfRangeIdsAreRejected)
 
 TEST(SentencePieceTokenizer, UnigramTrains)
 {
-    const fs::path dir = freshDir("tokenize-unigram");
+    const TempDir dir("tokenize-unigram");
     const std::string text = engine::readFile(engine::demoCorpusPath());
     engine::writeFileAtomically(dir / "corpus.txt", text.substr(0, 100000));
     SentencePieceTrainOptions options;
@@ -153,12 +137,11 @@ TEST(SentencePieceTokenizer, UnigramTrains)
     const auto tokenizer = SentencePieceTokenizer::load(dir / "u.model");
     const std::string sample = "Whale ahoy!  \xc3\xa9\n";
     EXPECT_EQ(tokenizer.decode(tokenizer.encode(sample)), sample);
-    fs::remove_all(dir);
 }
 
 TEST(SentencePieceTokenizer, TinyCorpusGivesFewerPiecesThanAsked)
 {
-    const fs::path dir = freshDir("tokenize-tiny");
+    const TempDir dir("tokenize-tiny");
     engine::writeFileAtomically(dir / "tiny.txt", "the cat sat on the mat\nthe dog ate the cat\nhello world\n");
     SentencePieceTrainOptions options;
     options.vocabSize = 2048;
@@ -169,12 +152,11 @@ TEST(SentencePieceTokenizer, TinyCorpusGivesFewerPiecesThanAsked)
     EXPECT_LT(tokenizer.vocabSize(), 2048);
     EXPECT_GT(tokenizer.vocabSize(), 259);
     EXPECT_EQ(tokenizer.decode(tokenizer.encode("the cat, the dog!")), "the cat, the dog!");
-    fs::remove_all(dir);
 }
 
 TEST(SentencePieceTokenizer, TrainingErrorsNameTheCorpus)
 {
-    const fs::path dir = freshDir("tokenize-errors");
+    const TempDir dir("tokenize-errors");
     SentencePieceTrainOptions options;
     options.vocabSize = 512;
     expectError([&] { SentencePieceTokenizer::train(dir / "missing.txt", dir / "m.model", options); },
@@ -199,12 +181,11 @@ TEST(SentencePieceTokenizer, TrainingErrorsNameTheCorpus)
     expectError([&] { SentencePieceTokenizer::train(dir / "han.txt", dir / "m.model", options); },
                 engine::ErrorKind::InvalidInput, "wordpiece");
     EXPECT_FALSE(fs::exists(dir / "m.model"));
-    fs::remove_all(dir);
 }
 
 TEST(SentencePieceTokenizer, LoadErrorsNameTheFile)
 {
-    const fs::path dir = freshDir("tokenize-load");
+    const TempDir dir("tokenize-load");
     expectError([&] { SentencePieceTokenizer::load(dir / "nothing.model"); }, engine::ErrorKind::Io, "nothing.model");
     engine::writeFileAtomically(dir / "text.model", "this is not a protobuf, just some text\n");
     expectError([&] { SentencePieceTokenizer::load(dir / "text.model"); }, engine::ErrorKind::InvalidInput,
@@ -212,5 +193,4 @@ TEST(SentencePieceTokenizer, LoadErrorsNameTheFile)
     engine::writeFileAtomically(dir / "empty.model", "");
     expectError([&] { SentencePieceTokenizer::load(dir / "empty.model"); }, engine::ErrorKind::InvalidInput,
                 "empty.model");
-    fs::remove_all(dir);
 }
