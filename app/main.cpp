@@ -52,6 +52,9 @@ int main(int argc, char **argv)
     std::vector<std::unique_ptr<app::cli::Command>> commands;
     commands.push_back(app::cli::makeTrainCommand(app, globals));
     commands.push_back(app::cli::makeRunsCommand(app, globals));
+    commands.push_back(app::cli::makeTokenizeCommand(app, globals));
+    commands.push_back(app::cli::makeScoreCommand(app, globals));
+    commands.push_back(app::cli::makeGenerateCommand(app, globals));
 
     if (argc == 1 || (argc == 2 && std::string_view(argv[1]) == "--demo")) {
         // No display (or a build without the GUI): the same demo, in the terminal.

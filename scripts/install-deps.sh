@@ -9,12 +9,16 @@ packages=(
   libtorch-dev libopenblas0-openmp
   qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6
   libsqlite3-dev nlohmann-json3-dev libcli11-dev
-  libsentencepiece-dev
+  libsentencepiece-dev libonig-dev libicu-dev
   libgtest-dev libgmock-dev
   fonts-dejavu-core
 )
 if [[ "${1:-}" == "--tests" ]]; then
   packages+=(python3-torch sqlite3 libbenchmark-dev)
+  # The tokenizer reference tests run Node.js and npm; ones installed another way (NodeSource's
+  # nodejs bundles npm) are fine, and Debian's npm package would conflict with them.
+  command -v node >/dev/null || packages+=(nodejs)
+  command -v npm >/dev/null || packages+=(npm)
 fi
 
 missing=()

@@ -54,6 +54,7 @@ public:
         m_command->add_option("--seed", p.seed, "Random seed")->capture_default_str();
         m_command->add_option("--name", p.runName, "Run name (default: model and corpus names)");
         m_command->add_option("--output", p.outputDir, "Folder for the run's files (default: <data dir>/runs/<id>)");
+        m_command->add_flag("!--no-save", p.saveModel, "Do not save the trained model");
         m_command->add_flag("--quiet,-q", m_quiet, "Print only the summary");
     }
 
@@ -108,6 +109,9 @@ private:
         std::printf("run database: %s\n", outcome.storePath.c_str());
         if (!outcome.lossPlotPath.empty())
             std::printf("loss curve:   %s\n", outcome.lossPlotPath.c_str());
+        if (!outcome.modelPath.empty())
+            std::printf("model:        %s  (try: tunebench generate --model %s --prompt \"Call me\")\n",
+                        outcome.modelPath.c_str(), outcome.modelPath.c_str());
         return outcome.status == engine::JobStatus::Succeeded ? ExitOk : ExitCancelled;
     }
 

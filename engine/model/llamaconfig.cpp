@@ -1,7 +1,7 @@
 #include "engine/model/llamaconfig.h"
 
-#include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
+#include "engine/model/configfields.h"
 
 #include <cmath>
 #include <limits>
@@ -12,6 +12,13 @@ namespace engine::model {
 namespace {
 
 using nlohmann::json;
+using configfields::checkRange;
+using configfields::describe;
+using configfields::fieldError;
+using configfields::readBool;
+using configfields::readDouble;
+using configfields::readInt;
+using configfields::readString;
 
 // Upper bounds that no real model reaches; they catch typos and keep parameterCount() in int64.
 constexpr int64_t kMaxVocab = 10'000'000;
@@ -20,69 +27,6 @@ constexpr int64_t kMaxIntermediate = 10'000'000;
 constexpr int64_t kMaxLayers = 10'000;
 constexpr int64_t kMaxHeadDim = 65'536;
 constexpr int64_t kMaxPositions = 1'000'000'000;
-
-std::string describe(const json &value)
-{
-    std::string text = value.dump();
-    if (text.size() > 40)
-        text = text.substr(0, 37) + "...";
-    return text + " (" + value.type_name() + ")";
-}
-
-Error fieldError(const std::string &source, const std::string &field, const std::string &what)
-{
-    return invalidInput(source + ": field '" + field + "' " + what);
-}
-
-// Reads an integer field; `nullAllowed` lets `null` leave the default in place.
-void readInt(const json &object, const char *key, int64_t &out, const std::string &source, bool nullAllowed = false)
-{
-    const auto it = object.find(key);
-    if (it == object.end() || (nullAllowed && it->is_null()))
-        return;
-    if (it->is_number_integer()) {
-        out = it->get<int64_t>();
-        return;
-    }
-    if (it->is_number_float()) {
-        const double value = it->get<double>();
-        if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 9e15) {
-            out = static_cast<int64_t>(value);
-            return;
-        }
-    }
-    throw fieldError(source, key, "must be an integer, got " + describe(*it));
-}
-
-void readDouble(const json &object, const char *key, double &out, const std::string &source)
-{
-    const auto it = object.find(key);
-    if (it == object.end())
-        return;
-    if (!it->is_number())
-        throw fieldError(source, key, "must be a number, got " + describe(*it));
-    out = it->get<double>();
-}
-
-void readBool(const json &object, const char *key, bool &out, const std::string &source)
-{
-    const auto it = object.find(key);
-    if (it == object.end())
-        return;
-    if (!it->is_boolean())
-        throw fieldError(source, key, "must be true or false, got " + describe(*it));
-    out = it->get<bool>();
-}
-
-void readString(const json &object, const char *key, std::string &out, const std::string &source)
-{
-    const auto it = object.find(key);
-    if (it == object.end())
-        return;
-    if (!it->is_string())
-        throw fieldError(source, key, "must be a string, got " + describe(*it));
-    out = it->get<std::string>();
-}
 
 // bos/eos ids: an integer, null (no such token: -1) or, as in Llama 3, a list whose first entry is used.
 void readTokenId(const json &object, const char *key, int64_t &out, const std::string &source)
@@ -118,12 +62,93 @@ void refuseTrue(const json &object, const char *key, const std::string &source, 
         throw fieldError(source, key, "is true: " + why + " is not supported yet");
 }
 
-void checkRange(const std::string &source, const char *field, int64_t value, int64_t low, int64_t high)
+bool isSupportedType(const std::string &modelType)
 {
-    if (value < low || value > high) {
-        throw fieldError(source, field,
-                         "is " + std::to_string(value) + ", must be between " + std::to_string(low) + " and "
-                             + std::to_string(high));
+    return modelType == "llama" || modelType == "mistral" || modelType == "qwen2";
+}
+
+// The defaults of transformers' LlamaConfig, MistralConfig and Qwen2Config for keys a config.json omits.
+LlamaConfig classDefaults(const std::string &modelType)
+{
+    LlamaConfig config;
+    config.modelType = modelType;
+    if (modelType == "mistral") {
+        config.intermediateSize = 14336;
+        config.numKeyValueHeads = 8;
+        config.maxPositionEmbeddings = 4096 * 32;
+        config.slidingWindow = 4096;
+    } else if (modelType == "qwen2") {
+        config.vocabSize = 151936;
+        config.intermediateSize = 22016;
+        config.maxPositionEmbeddings = 32768;
+        config.bosTokenId = -1;
+        config.eosTokenId = -1;
+    }
+    return config;
+}
+
+// A number inside rope_scaling: `field` is the full name used in messages ("rope_scaling.factor").
+double readRopeNumber(const json &scaling, const char *key, const std::string &field, const std::string &type,
+                      const std::string &source)
+{
+    const auto it = scaling.find(key);
+    if (it == scaling.end() || it->is_null())
+        throw fieldError(source, field, "is missing: RoPE scaling \"" + type + "\" needs it");
+    if (!it->is_number())
+        throw fieldError(source, field, "must be a number, got " + describe(*it));
+    return it->get<double>();
+}
+
+// rope_scaling (transformers 4.x) or rope_parameters (transformers 5, which also holds rope_theta).
+void readRope(const json &object, LlamaConfig &config, const std::string &source)
+{
+    const char *key = "rope_scaling";
+    auto it = object.find("rope_parameters");
+    if (it != object.end() && !it->is_null()) {
+        key = "rope_parameters";
+        if (!it->is_object())
+            throw fieldError(source, key, "must be an object, got " + describe(*it));
+        if (it->contains("rope_theta"))
+            readDouble(*it, "rope_theta", config.ropeTheta, source);
+    } else {
+        it = object.find("rope_scaling");
+        if (it == object.end() || it->is_null())
+            return;
+        if (!it->is_object())
+            throw fieldError(source, key, "must be an object or null, got " + describe(*it));
+    }
+    const json &scaling = *it;
+    const std::string prefix = std::string(key) + ".";
+    std::string type;
+    std::string legacyType;
+    readString(scaling, "rope_type", type, source);
+    readString(scaling, "type", legacyType, source);
+    if (!type.empty() && !legacyType.empty() && type != legacyType) {
+        throw fieldError(source, prefix + "rope_type",
+                         "is \"" + type + "\" but " + prefix + "type is \"" + legacyType + "\"");
+    }
+    if (type.empty())
+        type = legacyType;
+    if (type.empty() || type == "default")
+        return;
+    if (type != "linear" && type != "llama3") {
+        throw fieldError(source, prefix + "rope_type",
+                         "is \"" + type + "\": this RoPE scaling is not supported (supported: linear, llama3)");
+    }
+    RopeScaling &rope = config.ropeScaling;
+    rope.type = type;
+    rope.factor = readRopeNumber(scaling, "factor", prefix + "factor", type, source);
+    if (type == "llama3") {
+        rope.lowFreqFactor = readRopeNumber(scaling, "low_freq_factor", prefix + "low_freq_factor", type, source);
+        rope.highFreqFactor = readRopeNumber(scaling, "high_freq_factor", prefix + "high_freq_factor", type, source);
+        const double original = readRopeNumber(scaling, "original_max_position_embeddings",
+                                               prefix + "original_max_position_embeddings", type, source);
+        if (!(original >= 1.0 && original <= double(kMaxPositions) && original == std::floor(original))) {
+            throw fieldError(source, prefix + "original_max_position_embeddings",
+                             "is " + scaling.at("original_max_position_embeddings").dump()
+                                 + ", must be an integer between 1 and " + std::to_string(kMaxPositions));
+        }
+        rope.originalMaxPositionEmbeddings = static_cast<int64_t>(original);
     }
 }
 
@@ -136,12 +161,32 @@ int64_t LlamaConfig::effectiveHeadDim() const
     return numAttentionHeads > 0 ? hiddenSize / numAttentionHeads : 0;
 }
 
+bool LlamaConfig::hasQkvBias() const
+{
+    return modelType == "qwen2" || attentionBias;
+}
+
+bool LlamaConfig::hasOutputBias() const
+{
+    return modelType != "qwen2" && attentionBias;
+}
+
+std::string LlamaConfig::className(const std::string &suffix) const
+{
+    if (modelType == "mistral")
+        return "Mistral" + suffix;
+    if (modelType == "qwen2")
+        return "Qwen2" + suffix;
+    return "Llama" + suffix;
+}
+
 int64_t LlamaConfig::parameterCount() const
 {
     const int64_t head = effectiveHeadDim();
     const int64_t qWidth = numAttentionHeads * head;
     const int64_t kvWidth = numKeyValueHeads * head;
-    const int64_t attention = hiddenSize * qWidth + 2 * hiddenSize * kvWidth + qWidth * hiddenSize;
+    const int64_t attention = hiddenSize * qWidth + 2 * hiddenSize * kvWidth + qWidth * hiddenSize
+        + (hasQkvBias() ? qWidth + 2 * kvWidth : 0) + (hasOutputBias() ? hiddenSize : 0);
     const int64_t mlp = 3 * hiddenSize * intermediateSize;
     const int64_t norms = 2 * hiddenSize;
     const int64_t embeddings = vocabSize * hiddenSize;
@@ -151,8 +196,14 @@ int64_t LlamaConfig::parameterCount() const
 
 void LlamaConfig::validate(const std::string &source) const
 {
-    if (!modelType.empty() && modelType != "llama")
-        throw fieldError(source, "model_type", "is \"" + modelType + "\": " + modelType + " is not supported yet");
+    if (!modelType.empty() && !isSupportedType(modelType)) {
+        throw fieldError(source, "model_type",
+                         "is \"" + modelType + "\": " + modelType + " is not supported yet (supported: llama, mistral, qwen2)");
+    }
+    if (attentionBias && !modelType.empty() && modelType != "llama") {
+        throw fieldError(source, "attention_bias",
+                         "is true: " + className("Attention") + " has no attention_bias option (only llama's has)");
+    }
     checkRange(source, "vocab_size", vocabSize, 1, kMaxVocab);
     checkRange(source, "hidden_size", hiddenSize, 1, kMaxHidden);
     checkRange(source, "intermediate_size", intermediateSize, 1, kMaxIntermediate);
@@ -193,6 +244,33 @@ void LlamaConfig::validate(const std::string &source) const
     }
     if (hiddenAct != "silu")
         throw fieldError(source, "hidden_act", "is \"" + hiddenAct + "\": only \"silu\" is supported");
+    if (slidingWindow != 0) {
+        if (modelType != "mistral")
+            throw fieldError(source, "sliding_window", "is set: only mistral's sliding window is supported");
+        checkRange(source, "sliding_window", slidingWindow, 1, kMaxPositions);
+    }
+    if (!ropeScaling.type.empty()) {
+        const RopeScaling &rope = ropeScaling;
+        if (rope.type != "linear" && rope.type != "llama3") {
+            throw fieldError(source, "rope_scaling.rope_type",
+                             "is \"" + rope.type + "\": this RoPE scaling is not supported (supported: linear, llama3)");
+        }
+        if (!(rope.factor > 0.0 && std::isfinite(rope.factor)))
+            throw fieldError(source, "rope_scaling.factor", "is " + std::to_string(rope.factor) + ", must be a positive number");
+        if (rope.type == "llama3") {
+            if (!(rope.lowFreqFactor > 0.0 && std::isfinite(rope.lowFreqFactor))) {
+                throw fieldError(source, "rope_scaling.low_freq_factor",
+                                 "is " + std::to_string(rope.lowFreqFactor) + ", must be a positive number");
+            }
+            if (!(rope.highFreqFactor > rope.lowFreqFactor && std::isfinite(rope.highFreqFactor))) {
+                throw fieldError(source, "rope_scaling.high_freq_factor",
+                                 "is " + std::to_string(rope.highFreqFactor) + ", must be larger than low_freq_factor "
+                                     + std::to_string(rope.lowFreqFactor));
+            }
+            checkRange(source, "rope_scaling.original_max_position_embeddings", rope.originalMaxPositionEmbeddings, 1,
+                       kMaxPositions);
+        }
+    }
     checkRange(source, "bos_token_id", bosTokenId, -1, vocabSize - 1);
     checkRange(source, "eos_token_id", eosTokenId, -1, vocabSize - 1);
 }
@@ -202,23 +280,27 @@ LlamaConfig LlamaConfig::fromJson(const json &object, const std::string &source)
     if (!object.is_object())
         throw invalidInput(source + ": a model config must be a JSON object, got " + describe(object));
 
-    LlamaConfig config;
-    config.modelType = "llama";
-    readString(object, "model_type", config.modelType, source);
-    if (config.modelType.empty())
-        config.modelType = "llama";
-    if (config.modelType != "llama") {
+    std::string modelType = "llama";
+    readString(object, "model_type", modelType, source);
+    if (modelType.empty())
+        modelType = "llama";
+    if (!isSupportedType(modelType)) {
         throw fieldError(source, "model_type",
-                         "is \"" + config.modelType + "\": " + config.modelType
-                             + " is not supported yet (supported: llama)");
+                         "is \"" + modelType + "\": " + modelType
+                             + " is not supported yet (supported: llama, mistral, qwen2)");
     }
+    LlamaConfig config = classDefaults(modelType);
 
     readInt(object, "vocab_size", config.vocabSize, source);
     readInt(object, "hidden_size", config.hiddenSize, source);
     readInt(object, "intermediate_size", config.intermediateSize, source);
     readInt(object, "num_hidden_layers", config.numHiddenLayers, source);
     readInt(object, "num_attention_heads", config.numAttentionHeads, source);
-    config.numKeyValueHeads = config.numAttentionHeads;
+    // Missing: the class default (mistral 8, else num_attention_heads); null: num_attention_heads.
+    if (modelType != "mistral")
+        config.numKeyValueHeads = config.numAttentionHeads;
+    if (const auto it = object.find("num_key_value_heads"); it != object.end() && it->is_null())
+        config.numKeyValueHeads = config.numAttentionHeads;
     readInt(object, "num_key_value_heads", config.numKeyValueHeads, source, true);
     readInt(object, "head_dim", config.headDim, source, true);
     // transformers writes head_dim = hidden_size / heads into every config it saves; 0 keeps the default.
@@ -228,17 +310,43 @@ LlamaConfig LlamaConfig::fromJson(const json &object, const std::string &source)
     readInt(object, "max_position_embeddings", config.maxPositionEmbeddings, source);
     readDouble(object, "rms_norm_eps", config.rmsNormEps, source);
     readDouble(object, "rope_theta", config.ropeTheta, source);
-    config.tieWordEmbeddings = false;
+    readRope(object, config, source);
     readBool(object, "tie_word_embeddings", config.tieWordEmbeddings, source);
     readString(object, "hidden_act", config.hiddenAct, source);
     readTokenId(object, "bos_token_id", config.bosTokenId, source);
     readTokenId(object, "eos_token_id", config.eosTokenId, source);
     readDouble(object, "initializer_range", config.initializerRange, source);
 
-    if (const auto it = object.find("rope_scaling"); it != object.end() && !it->is_null())
-        throw fieldError(source, "rope_scaling", "is set (" + describe(*it) + "): RoPE scaling is not supported yet");
-    refuseTrue(object, "attention_bias", source, "a bias on the attention projections");
+    if (modelType == "llama") {
+        readBool(object, "attention_bias", config.attentionBias, source);
+    } else if (const auto it = object.find("attention_bias"); it != object.end()) {
+        // Not a key of MistralConfig / Qwen2Config: their attention layout is fixed. Refuse a contradiction.
+        bool value = false;
+        readBool(object, "attention_bias", value, source);
+        if (value != (modelType == "qwen2")) {
+            throw fieldError(source, "attention_bias",
+                             std::string("is ") + (value ? "true" : "false") + ": " + config.className("Attention")
+                                 + (modelType == "qwen2" ? " always has q/k/v biases and no o_proj bias"
+                                                         : " has no biases"));
+        }
+    }
+    if (modelType == "mistral") {
+        if (const auto it = object.find("sliding_window"); it != object.end() && it->is_null())
+            config.slidingWindow = 0;
+        else if (object.contains("sliding_window")) {
+            readInt(object, "sliding_window", config.slidingWindow, source);
+            checkRange(source, "sliding_window", config.slidingWindow, 1, kMaxPositions); // 0 would hide every key
+        }
+    }
+    if (modelType == "qwen2")
+        refuseTrue(object, "use_sliding_window", source, "Qwen2's sliding-window attention layers");
     refuseTrue(object, "mlp_bias", source, "a bias on the MLP projections");
+    if (const auto it = object.find("partial_rotary_factor"); it != object.end() && !it->is_null()) {
+        if (!it->is_number())
+            throw fieldError(source, "partial_rotary_factor", "must be a number, got " + describe(*it));
+        if (it->get<double>() != 1.0)
+            throw fieldError(source, "partial_rotary_factor", "is " + it->dump() + ": partial rotary embeddings are not supported yet");
+    }
     if (const auto it = object.find("attention_dropout"); it != object.end() && !it->is_null()) {
         if (!it->is_number())
             throw fieldError(source, "attention_dropout", "must be a number, got " + describe(*it));
@@ -252,25 +360,17 @@ LlamaConfig LlamaConfig::fromJson(const json &object, const std::string &source)
 
 LlamaConfig LlamaConfig::fromFile(const std::filesystem::path &path)
 {
-    std::filesystem::path file = path;
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-        file = path / "config.json";
-    const std::string text = readFile(file);
-    json object;
-    try {
-        object = json::parse(text);
-    } catch (const json::parse_error &e) {
-        throw invalidInput(file.string() + ": invalid JSON: " + e.what());
-    }
-    return fromJson(object, file.string());
+    std::string source;
+    const json object = configfields::readConfigFile(path, source);
+    return fromJson(object, source);
 }
 
 json LlamaConfig::toJson() const
 {
+    const std::string type = modelType.empty() ? std::string("llama") : modelType;
     json object = {
-        {"architectures", json::array({"LlamaForCausalLM"})},
-        {"model_type", modelType.empty() ? std::string("llama") : modelType},
+        {"architectures", json::array({className("ForCausalLM")})},
+        {"model_type", type},
         {"vocab_size", vocabSize},
         {"hidden_size", hiddenSize},
         {"intermediate_size", intermediateSize},
@@ -282,13 +382,28 @@ json LlamaConfig::toJson() const
         {"rms_norm_eps", rmsNormEps},
         {"rope_theta", ropeTheta},
         {"rope_scaling", nullptr},
-        {"attention_bias", false},
-        {"mlp_bias", false},
         {"attention_dropout", 0.0},
         {"tie_word_embeddings", tieWordEmbeddings},
         {"hidden_act", hiddenAct},
         {"initializer_range", initializerRange},
     };
+    if (!ropeScaling.type.empty()) {
+        json rope = {{"rope_type", ropeScaling.type}, {"factor", ropeScaling.factor}};
+        if (ropeScaling.type == "llama3") {
+            rope["low_freq_factor"] = ropeScaling.lowFreqFactor;
+            rope["high_freq_factor"] = ropeScaling.highFreqFactor;
+            rope["original_max_position_embeddings"] = ropeScaling.originalMaxPositionEmbeddings;
+        }
+        object["rope_scaling"] = rope;
+    }
+    if (type == "llama") {
+        object["attention_bias"] = attentionBias;
+        object["mlp_bias"] = false;
+    } else if (type == "mistral") {
+        object["sliding_window"] = slidingWindow > 0 ? json(slidingWindow) : json(nullptr);
+    } else if (type == "qwen2") {
+        object["use_sliding_window"] = false;
+    }
     object["bos_token_id"] = bosTokenId >= 0 ? json(bosTokenId) : json(nullptr);
     object["eos_token_id"] = eosTokenId >= 0 ? json(eosTokenId) : json(nullptr);
     return object;

@@ -1,6 +1,7 @@
 #pragma once
-// Configuration of a LLaMA-family causal LM, read from a Hugging Face style config.json.
-// Torch-free: the planner, the CLI and the UI read it without compiling torch headers.
+// Configuration of a LLaMA-family causal LM (model_type llama, mistral or qwen2), read from a Hugging
+// Face style config.json. Torch-free: the planner, the CLI and the UI read it without compiling torch
+// headers. Keys a config.json omits take the defaults of that model_type's transformers config class.
 
 #include <cstdint>
 #include <filesystem>
@@ -10,9 +11,21 @@
 
 namespace engine::model {
 
-/// The fields of transformers' LlamaConfig that the engine's model uses. Names follow config.json.
+/// rope_scaling (or rope_parameters) of a config.json: none, "linear" or "llama3" (Llama 3.1).
+struct RopeScaling {
+    std::string type;                             ///< "" = none, "linear" or "llama3"
+    double factor = 1.0;                          ///< linear: positions / factor; llama3: long-wavelength divisor
+    double lowFreqFactor = 1.0;                   ///< llama3 only
+    double highFreqFactor = 4.0;                  ///< llama3 only
+    int64_t originalMaxPositionEmbeddings = 8192; ///< llama3 only
+
+    bool operator==(const RopeScaling &) const = default;
+};
+
+/// The fields of transformers' LlamaConfig / MistralConfig / Qwen2Config that the engine's model uses.
+/// Names follow config.json.
 struct LlamaConfig {
-    std::string modelType = "llama";
+    std::string modelType = "llama"; ///< "llama", "mistral" or "qwen2"
     int64_t vocabSize = 32000;
     int64_t hiddenSize = 4096;
     int64_t intermediateSize = 11008;
@@ -23,6 +36,9 @@ struct LlamaConfig {
     int64_t maxPositionEmbeddings = 2048;
     double rmsNormEps = 1e-6;
     double ropeTheta = 10000.0;
+    RopeScaling ropeScaling;
+    bool attentionBias = false;      ///< llama's attention_bias: biases on q, k, v and o
+    int64_t slidingWindow = 0;       ///< mistral: a query sees itself and the slidingWindow - 1 keys before it; 0 = all
     bool tieWordEmbeddings = false;
     std::string hiddenAct = "silu";
     int64_t bosTokenId = 1;
@@ -31,15 +47,25 @@ struct LlamaConfig {
 
     /// headDim, or hiddenSize / numAttentionHeads when headDim is 0.
     int64_t effectiveHeadDim() const;
+    /// q_proj, k_proj and v_proj carry biases (qwen2 always, llama with attention_bias).
+    bool hasQkvBias() const;
+    /// o_proj carries a bias (llama with attention_bias).
+    bool hasOutputBias() const;
+    /// The transformers class names of this model_type: "LlamaForCausalLM", ...; `suffix` is
+    /// "ForCausalLM", "Model", "DecoderLayer", "Attention", "MLP" or "RMSNorm".
+    std::string className(const std::string &suffix) const;
     /// Number of parameters (tied embeddings counted once).
     int64_t parameterCount() const;
 
     /// Throws Error(InvalidInput) naming `source` and the field when a value is impossible
-    /// (non-positive sizes, heads that do not divide the hidden size, kv heads that do not divide heads).
+    /// (non-positive sizes, heads that do not divide the hidden size, kv heads that do not divide heads,
+    /// bad rope_scaling values) or the model_type is not llama, mistral or qwen2.
     void validate(const std::string &source) const;
 
-    /// Parses a config.json object. Unknown keys are ignored; features the model does not implement
-    /// (rope_scaling, attention_bias, another hidden_act) are refused by name. `source` names the file.
+    /// Parses a config.json object of model_type llama, mistral or qwen2 (missing = llama). Unknown keys
+    /// are ignored; features the model does not implement (another model_type, rope_scaling other than
+    /// linear and llama3, mlp_bias, another hidden_act, qwen2's use_sliding_window, ...) are refused by
+    /// name. `source` names the file.
     static LlamaConfig fromJson(const nlohmann::json &json, const std::string &source);
     /// Reads `path`: a config.json file or a folder that holds one.
     static LlamaConfig fromFile(const std::filesystem::path &path);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <string>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -13,9 +14,42 @@
 namespace engine::model {
 namespace {
 
-torch::nn::Linear makeLinear(int64_t in, int64_t out)
+torch::nn::Linear makeLinear(int64_t in, int64_t out, bool bias = false)
 {
-    return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(false));
+    return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+}
+
+// Python's `scalar / tensor`, which torch evaluates as tensor.reciprocal() * scalar.
+torch::Tensor reverseDivide(double scalar, const torch::Tensor &tensor)
+{
+    return tensor.reciprocal() * scalar;
+}
+
+// transformers' rotary inverse frequencies in float32: the default ones, divided by the factor for
+// "linear" (the same as dividing the positions), or rescaled per wavelength for "llama3"
+// (_compute_llama3_parameters, step for step).
+torch::Tensor inverseFrequencies(const LlamaConfig &config)
+{
+    const int64_t dim = config.effectiveHeadDim();
+    const torch::Tensor exponents = torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / dim;
+    const torch::Tensor invFreq = reverseDivide(1.0, torch::pow(config.ropeTheta, exponents));
+    const RopeScaling &rope = config.ropeScaling;
+    if (rope.type == "linear")
+        return invFreq / rope.factor;
+    if (rope.type != "llama3")
+        return invFreq;
+
+    const double oldContext = static_cast<double>(rope.originalMaxPositionEmbeddings);
+    const double lowFreqWavelen = oldContext / rope.lowFreqFactor;
+    const double highFreqWavelen = oldContext / rope.highFreqFactor;
+    const torch::Tensor wavelen = reverseDivide(2.0 * std::numbers::pi, invFreq);
+    // Long wavelengths: divided by factor; short ones: unchanged; between: interpolated smoothly.
+    const torch::Tensor scaled = torch::where(wavelen > lowFreqWavelen, invFreq / rope.factor, invFreq);
+    const torch::Tensor smooth =
+        (reverseDivide(oldContext, wavelen) - rope.lowFreqFactor) / (rope.highFreqFactor - rope.lowFreqFactor);
+    const torch::Tensor smoothed = (1 - smooth) * scaled / rope.factor + smooth * scaled;
+    const torch::Tensor isMedium = (wavelen < highFreqWavelen).logical_not() * (wavelen > lowFreqWavelen).logical_not();
+    return torch::where(isMedium, smoothed, scaled);
 }
 
 // HF's `x * cos + rotate_half(x) * sin` with cos/sin halves equal: the same values with fewer temporaries.
@@ -65,10 +99,11 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig &config)
     , m_headDim(config.effectiveHeadDim())
 {
     const int64_t hidden = config.hiddenSize;
-    q_proj = register_module("q_proj", makeLinear(hidden, m_heads * m_headDim));
-    k_proj = register_module("k_proj", makeLinear(hidden, m_kvHeads * m_headDim));
-    v_proj = register_module("v_proj", makeLinear(hidden, m_kvHeads * m_headDim));
-    o_proj = register_module("o_proj", makeLinear(m_heads * m_headDim, hidden));
+    const bool qkvBias = config.hasQkvBias();
+    q_proj = register_module("q_proj", makeLinear(hidden, m_heads * m_headDim, qkvBias));
+    k_proj = register_module("k_proj", makeLinear(hidden, m_kvHeads * m_headDim, qkvBias));
+    v_proj = register_module("v_proj", makeLinear(hidden, m_kvHeads * m_headDim, qkvBias));
+    o_proj = register_module("o_proj", makeLinear(m_heads * m_headDim, hidden, config.hasOutputBias()));
 }
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor &x, const RotaryTables &rotary, const torch::Tensor &mask,
@@ -157,10 +192,8 @@ RotaryTables LlamaModelImpl::rotaryTables(int64_t offset, int64_t length, const 
     const int64_t needed = offset + length;
     if (!m_cosFloat.defined() || m_cosFloat.size(0) < needed) {
         // As transformers: inv_freq and the angles in float32, then cos/sin cast to the activations' dtype.
-        const int64_t dim = m_config.effectiveHeadDim();
         const int64_t cached = std::max(needed, std::min<int64_t>(m_config.maxPositionEmbeddings, 4096));
-        const torch::Tensor exponents = torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / dim;
-        const torch::Tensor invFreq = 1.0 / torch::pow(m_config.ropeTheta, exponents);
+        const torch::Tensor invFreq = inverseFrequencies(m_config);
         const torch::Tensor positions = torch::arange(cached, torch::kInt64).to(torch::kFloat32);
         const torch::Tensor angles = positions.unsqueeze(1) * invFreq.unsqueeze(0);
         m_cosFloat = angles.cos();
@@ -189,15 +222,20 @@ torch::Tensor LlamaModelImpl::forward(const torch::Tensor &inputIds, int64_t pos
     torch::Tensor h = embed_tokens(inputIds);
     const RotaryTables rotary = rotaryTables(positionOffset, length, h);
 
-    // Additive causal mask [groups * T, past + T]: query i sees keys 0 .. past + i. A single new
-    // token sees everything and needs none.
+    // Additive causal mask [groups * T, past + T]: query i sees keys 0 .. past + i; with a sliding
+    // window W only keys past + i - W + 1 .. past + i (transformers' `kv_idx > q_idx - W`). A single
+    // new token within the window sees everything and needs none.
+    const int64_t window = m_config.slidingWindow;
     torch::Tensor mask;
-    if (length > 1) {
+    if (length > 1 || (window > 0 && past + length > window)) {
         const auto options = torch::TensorOptions().device(h.device()).dtype(torch::kInt64);
         const torch::Tensor rows = torch::arange(length, options).unsqueeze(1) + past;
         const torch::Tensor cols = torch::arange(past + length, options).unsqueeze(0);
+        torch::Tensor masked = cols > rows;
+        if (window > 0)
+            masked = masked.logical_or(cols <= rows - window);
         mask = torch::zeros({length, past + length}, h.options())
-                   .masked_fill(cols > rows, -std::numeric_limits<double>::infinity());
+                   .masked_fill(masked, -std::numeric_limits<double>::infinity());
         const int64_t groups = m_config.numAttentionHeads / m_config.numKeyValueHeads;
         if (groups > 1)
             mask = mask.repeat({groups, 1});
@@ -249,7 +287,12 @@ void LlamaForCausalLMImpl::initializeWeights(uint64_t seed)
     const double std = m_config.initializerRange;
     for (auto &item : named_parameters(/*recurse=*/true)) {
         torch::Tensor &param = item.value();
-        // Only RMSNorm weights are 1-D: the model has no biases.
+        const std::string &name = item.key();
+        // As transformers' _init_weights: Linear biases 0; the other 1-D parameters are RMSNorm weights.
+        if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0) {
+            param.zero_();
+            continue;
+        }
         if (param.dim() == 1) {
             param.fill_(1.0);
             continue;

@@ -1,6 +1,7 @@
 #pragma once
-// The LLaMA-architecture causal LM in libtorch. Engine-internal: only torch code (the trainer, the
-// torch tests) includes this header.
+// The LLaMA-architecture causal LM in libtorch, which also runs Mistral (sliding-window attention) and
+// Qwen2 (q/k/v biases) configs. Engine-internal: only torch code (the trainer, the torch tests)
+// includes this header. Parameter names and order equal Hugging Face's and moduleTreeFromConfig's.
 //
 // How to use:
 //   LlamaForCausalLM model(config);          // parameters named exactly as Hugging Face's
@@ -56,7 +57,8 @@ private:
 };
 TORCH_MODULE(LlamaRmsNorm);
 
-/// Causal self-attention with rotary positions and grouped-query attention (q, k, v, o; no biases).
+/// Causal self-attention with rotary positions and grouped-query attention (q, k, v, o; biases on
+/// q/k/v for qwen2, on all four for llama with attention_bias).
 /// Softmax runs in float32 for half types, as transformers does.
 class LlamaAttentionImpl : public torch::nn::Module {
 public:
@@ -148,7 +150,7 @@ public:
     torch::Tensor logitsFromHidden(const torch::Tensor &hidden);
 
     /// HF-style initialization, deterministic for a seed on any device: Linear and Embedding weights
-    /// ~ N(0, initializer_range) drawn on the CPU in float32, RMSNorm weights 1.
+    /// ~ N(0, initializer_range) drawn on the CPU in float32, Linear biases 0, RMSNorm weights 1.
     void initializeWeights(uint64_t seed);
 
     /// The weight that maps hidden states to logits: lm_head's, or the embedding's when tied.

@@ -1,11 +1,13 @@
 #include "engine/train/trainer.h"
 
+#include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
 #include "engine/core/paths.h"
 #include "engine/core/settings.h"
 #include "engine/core/threads.h"
 #include "engine/model/llamaconfig.h"
 #include "engine/model/llamamodel.h"
+#include "engine/model/pretrained.h"
 #include "engine/report/lossplot.h"
 #include "engine/store/runstore.h"
 #include "engine/tokenize/sentencepiecetokenizer.h"
@@ -49,7 +51,19 @@ struct PreparedJob {
     torch::Tensor sequences; ///< [N, seq_len + 1] int64
     int64_t corpusTokens = 0;
     std::string tokenizerPath;
+    std::filesystem::path weightsFolder; ///< set when the model folder holds weights to start from
 };
+
+bool holdsWeights(const std::filesystem::path &folder)
+{
+    std::error_code ec;
+    for (const char *name : {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                             "pytorch_model.bin.index.json"}) {
+        if (std::filesystem::exists(folder / name, ec))
+            return true;
+    }
+    return false;
+}
 
 std::string defaultRunName(const TrainingParams &params, const PreparedJob &job)
 {
@@ -74,6 +88,8 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
         job.modelName = (p.filename() == "config.json" ? p.parent_path().filename() : p.filename()).string();
         if (job.modelName.empty())
             job.modelName = "llama";
+        if (std::filesystem::is_directory(p) && holdsWeights(p))
+            job.weightsFolder = p;
     }
     if (params.sequenceLength > job.config.maxPositionEmbeddings) {
         throw invalidInput("setting sequence length = " + std::to_string(params.sequenceLength)
@@ -181,6 +197,7 @@ private:
 };
 
 struct LoopResult {
+    std::optional<model::LlamaForCausalLM> model;
     JobStatus status = JobStatus::Succeeded;
     int64_t steps = 0;
     double firstLoss = 0;
@@ -192,8 +209,12 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
                      TrainingObserver &observer, store::RunStore &store, int64_t runId)
 {
     torch::manual_seed(params.seed);
-    model::LlamaForCausalLM model(job.config);
-    model->initializeWeights(params.seed);
+    model::LlamaForCausalLM model = job.weightsFolder.empty() ? model::LlamaForCausalLM(job.config)
+                                                              : model::loadPretrained(job.weightsFolder);
+    if (job.weightsFolder.empty())
+        model->initializeWeights(params.seed);
+    else
+        observer.onLog(LogLevel::Info, "fine-tuning the weights in " + job.weightsFolder.string());
     model->train();
     auto optimizer = makeOptimizer(model, params);
     const std::vector<torch::Tensor> parameters = model->parameters();
@@ -280,7 +301,29 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
         result.curve.push_back({static_cast<double>(step), lossValue});
     }
     writer.flush();
+    result.model = model;
     return result;
+}
+
+std::filesystem::path runOutputDir(const TrainingParams &params, int64_t runId)
+{
+    return params.outputDir.empty() ? dataDir() / "runs" / std::to_string(runId) : std::filesystem::path(params.outputDir);
+}
+
+/// Saves the trained model where `tunebench generate/score --model` and transformers can load it:
+/// config.json + model.safetensors (save_pretrained layout) and the tokenizer.model it was trained with.
+void saveTrainedModel(const TrainingParams &params, TrainingOutcome &outcome, model::LlamaForCausalLM &model,
+                      const PreparedJob &job, store::RunStore &store, TrainingObserver &observer)
+{
+    const std::filesystem::path dir = runOutputDir(params, outcome.runId) / "model";
+    try {
+        model::savePretrained(model, dir);
+        writeFileAtomically(dir / "tokenizer.model", readFile(job.tokenizerPath));
+        store.addArtifact(outcome.runId, "model", dir.string());
+        outcome.modelPath = dir.string();
+    } catch (const std::exception &e) {
+        observer.onLog(LogLevel::Warning, std::string("could not save the model: ") + e.what());
+    }
 }
 
 void writeLossPlot(const TrainingParams &params, TrainingOutcome &outcome, const std::vector<report::CurvePoint> &curve,
@@ -288,10 +331,7 @@ void writeLossPlot(const TrainingParams &params, TrainingOutcome &outcome, const
 {
     if (curve.empty())
         return;
-    const std::filesystem::path dir = params.outputDir.empty()
-        ? dataDir() / "runs" / std::to_string(outcome.runId)
-        : std::filesystem::path(params.outputDir);
-    const std::filesystem::path png = dir / "loss.png";
+    const std::filesystem::path png = runOutputDir(params, outcome.runId) / "loss.png";
     try {
         report::LossPlotOptions options;
         options.title = "run " + std::to_string(outcome.runId) + ": " + runName;
@@ -341,6 +381,8 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
         outcome.firstLoss = loop.firstLoss;
         outcome.lastLoss = loop.lastLoss;
         writeLossPlot(params, outcome, loop.curve, *store, runName, observer);
+        if (params.saveModel && loop.steps > 0)
+            saveTrainedModel(params, outcome, *loop.model, *job, *store, observer);
         const bool cancelled = loop.status == JobStatus::Cancelled;
         store->addEvent(outcome.runId, LogLevel::Info,
                         std::string(cancelled ? "cancelled" : "finished") + " after " + std::to_string(loop.steps)

@@ -41,6 +41,7 @@ struct TrainingOutcome {
     double firstLoss = 0;
     double lastLoss = 0;
     std::string lossPlotPath;       ///< PNG of the loss curve; empty when no step completed
+    std::string modelPath;          ///< the saved model folder; empty when not saved
 };
 
 /// Runs a whole training job. Never throws: bad settings, I/O failures and torch errors come back

@@ -71,6 +71,7 @@ nlohmann::json TrainingParams::toJson() const
         {"grad_clip_norm", gradClipNorm},
         {"threads", threads},
         {"seed", seed},
+        {"save_model", saveModel},
     };
 }
 

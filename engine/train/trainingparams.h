@@ -26,6 +26,7 @@ struct TrainingParams {
     double gradClipNorm = 1.0;  ///< 0 = no clipping (the norm is still measured)
     int threads = 0;            ///< libtorch threads; 0 = all cores
     uint64_t seed = 1234;
+    bool saveModel = true;      ///< save the trained model (save_pretrained layout + tokenizer) to <output>/model
 
     /// warmupSteps, or 10 % of the steps when it is -1.
     int64_t effectiveWarmupSteps() const { return warmupSteps < 0 ? steps / 10 : warmupSteps; }

@@ -110,14 +110,129 @@ TEST(LlamaConfig, ExplicitHeadDim)
 
 TEST(LlamaConfig, RefusesUnimplementedFeaturesByName)
 {
-    expectRefused(with(tinyJson(), "model_type", "qwen2"), "model_type", {"qwen2 is not supported yet"});
-    expectRefused(with(tinyJson(), "model_type", "mistral"), "model_type", {"mistral"});
-    expectRefused(with(tinyJson(), "rope_scaling", json{{"type", "linear"}, {"factor", 2.0}}), "rope_scaling",
-                  {"not supported"});
-    expectRefused(with(tinyJson(), "attention_bias", true), "attention_bias", {"not supported"});
+    expectRefused(with(tinyJson(), "model_type", "gemma"), "model_type",
+                  {"gemma is not supported yet", "llama, mistral, qwen2"});
+    expectRefused(with(tinyJson(), "model_type", "gpt2"), "model_type", {"gpt2"});
+    for (const char *type : {"dynamic", "yarn", "longrope", "su"}) {
+        expectRefused(with(tinyJson(), "rope_scaling", json{{"rope_type", type}, {"factor", 2.0}}),
+                      "rope_scaling.rope_type", {type, "not supported", "linear, llama3"});
+    }
+    expectRefused(with(tinyJson(), "rope_scaling", json{{"type", "dynamic"}, {"factor", 2.0}}), "rope_scaling.rope_type",
+                  {"dynamic"});
     expectRefused(with(tinyJson(), "mlp_bias", true), "mlp_bias", {"not supported"});
     expectRefused(with(tinyJson(), "hidden_act", "gelu"), "hidden_act", {"gelu", "silu"});
     expectRefused(with(tinyJson(), "attention_dropout", 0.1), "attention_dropout", {"not supported"});
+    expectRefused(with(tinyJson(), "partial_rotary_factor", 0.5), "partial_rotary_factor", {"not supported"});
+    expectRefused(with(with(tinyJson(), "model_type", "qwen2"), "use_sliding_window", true), "use_sliding_window",
+                  {"not supported"});
+    expectRefused(with(with(tinyJson(), "model_type", "mistral"), "attention_bias", true), "attention_bias",
+                  {"MistralAttention has no biases"});
+    expectRefused(with(with(tinyJson(), "model_type", "qwen2"), "attention_bias", false), "attention_bias",
+                  {"Qwen2Attention always has q/k/v biases"});
+}
+
+TEST(LlamaConfig, MistralAndQwen2WithTheirClassDefaults)
+{
+    json mistral = with(tinyJson(), "model_type", "mistral");
+    mistral.erase("num_key_value_heads");
+    mistral["num_attention_heads"] = 8;
+    mistral["hidden_size"] = 64;
+    const LlamaConfig m = LlamaConfig::fromJson(mistral, "cfg.json");
+    EXPECT_EQ(m.modelType, "mistral");
+    EXPECT_EQ(m.numKeyValueHeads, 8) << "MistralConfig's default";
+    EXPECT_EQ(m.slidingWindow, 4096) << "MistralConfig's default";
+    EXPECT_FALSE(m.tieWordEmbeddings);
+    EXPECT_FALSE(m.hasQkvBias());
+    EXPECT_EQ(m.className("DecoderLayer"), "MistralDecoderLayer");
+    EXPECT_EQ(LlamaConfig::fromJson(with(mistral, "sliding_window", nullptr), "cfg.json").slidingWindow, 0);
+    EXPECT_EQ(LlamaConfig::fromJson(with(mistral, "sliding_window", 16), "cfg.json").slidingWindow, 16);
+    expectRefused(with(mistral, "sliding_window", 0), "sliding_window", {"between 1 and"});
+    expectRefused(with(mistral, "sliding_window", "4096"), "sliding_window", {"integer"});
+
+    json qwen2 = with(tinyJson(), "model_type", "qwen2");
+    qwen2["sliding_window"] = 4096;  // ignored by transformers while use_sliding_window is false
+    qwen2["use_sliding_window"] = false;
+    qwen2.erase("intermediate_size");
+    const LlamaConfig q = LlamaConfig::fromJson(qwen2, "cfg.json");
+    EXPECT_EQ(q.intermediateSize, 22016) << "Qwen2Config's default";
+    EXPECT_EQ(q.slidingWindow, 0);
+    EXPECT_TRUE(q.hasQkvBias());
+    EXPECT_FALSE(q.hasOutputBias());
+    EXPECT_FALSE(q.tieWordEmbeddings);
+    EXPECT_EQ(q.bosTokenId, -1) << "Qwen2Config has no bos_token_id default";
+    EXPECT_EQ(q.className("ForCausalLM"), "Qwen2ForCausalLM");
+    EXPECT_EQ(LlamaConfig::fromJson(with(qwen2, "attention_bias", true), "cfg.json").hasQkvBias(), true);
+
+    const LlamaConfig bias = LlamaConfig::fromJson(with(tinyJson(), "attention_bias", true), "cfg.json");
+    EXPECT_TRUE(bias.hasQkvBias());
+    EXPECT_TRUE(bias.hasOutputBias());
+    EXPECT_EQ(bias.parameterCount(), LlamaConfig::fromJson(tinyJson(), "cfg.json").parameterCount() + 2 * (32 + 16 + 16 + 32));
+}
+
+TEST(LlamaConfig, RopeScalingLinearAndLlama3)
+{
+    const LlamaConfig linear =
+        LlamaConfig::fromJson(with(tinyJson(), "rope_scaling", json{{"type", "linear"}, {"factor", 2.0}}), "cfg.json");
+    EXPECT_EQ(linear.ropeScaling.type, "linear");
+    EXPECT_DOUBLE_EQ(linear.ropeScaling.factor, 2.0);
+    const json llama3Scaling = {{"rope_type", "llama3"},
+                                {"factor", 8.0},
+                                {"low_freq_factor", 1.0},
+                                {"high_freq_factor", 4.0},
+                                {"original_max_position_embeddings", 8192}};
+    const LlamaConfig llama3 = LlamaConfig::fromJson(with(tinyJson(), "rope_scaling", llama3Scaling), "cfg.json");
+    EXPECT_EQ(llama3.ropeScaling, (engine::model::RopeScaling{"llama3", 8.0, 1.0, 4.0, 8192}));
+    EXPECT_TRUE(LlamaConfig::fromJson(with(tinyJson(), "rope_scaling", json{{"rope_type", "default"}}), "cfg.json")
+                    .ropeScaling.type.empty());
+    // transformers 5: rope_parameters holds rope_theta and the scaling.
+    json v5 = tinyJson();
+    v5.erase("rope_theta");
+    v5["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 4.0}, {"rope_theta", 500.0}};
+    const LlamaConfig fromV5 = LlamaConfig::fromJson(v5, "cfg.json");
+    EXPECT_DOUBLE_EQ(fromV5.ropeTheta, 500.0);
+    EXPECT_EQ(fromV5.ropeScaling.type, "linear");
+
+    for (const char *key : {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}) {
+        json missing = llama3Scaling;
+        missing.erase(key);
+        expectRefused(with(tinyJson(), "rope_scaling", missing), std::string("rope_scaling.") + key, {"missing", "llama3"});
+    }
+    expectRefused(with(tinyJson(), "rope_scaling", json{{"rope_type", "linear"}}), "rope_scaling.factor", {"missing"});
+    expectRefused(with(tinyJson(), "rope_scaling", json{{"rope_type", "linear"}, {"factor", "2"}}), "rope_scaling.factor",
+                  {"number"});
+    expectRefused(with(tinyJson(), "rope_scaling", json{{"rope_type", "linear"}, {"factor", -2.0}}),
+                  "rope_scaling.factor", {"positive"});
+    expectRefused(with(tinyJson(), "rope_scaling", with(llama3Scaling, "high_freq_factor", 1.0)),
+                  "rope_scaling.high_freq_factor", {"larger than low_freq_factor"});
+    expectRefused(with(tinyJson(), "rope_scaling", with(llama3Scaling, "original_max_position_embeddings", 0.5)),
+                  "rope_scaling.original_max_position_embeddings", {"integer"});
+    expectRefused(with(tinyJson(), "rope_scaling", json{{"rope_type", "linear"}, {"type", "dynamic"}, {"factor", 2.0}}),
+                  "rope_scaling.rope_type", {"dynamic"});
+    expectRefused(with(tinyJson(), "rope_scaling", "linear"), "rope_scaling", {"object"});
+}
+
+TEST(LlamaConfig, FamilyRoundTripsThroughJson)
+{
+    json mistral = with(with(tinyJson(), "model_type", "mistral"), "sliding_window", 8);
+    json qwen2 = with(with(tinyJson(), "model_type", "qwen2"), "tie_word_embeddings", true);
+    json llama3 = with(with(tinyJson(), "head_dim", 16), "attention_bias", true);
+    llama3["rope_scaling"] = {{"rope_type", "llama3"},
+                              {"factor", 8.0},
+                              {"low_freq_factor", 1.0},
+                              {"high_freq_factor", 4.0},
+                              {"original_max_position_embeddings", 64}};
+    for (const json &source : {mistral, qwen2, llama3}) {
+        const LlamaConfig original = LlamaConfig::fromJson(source, "cfg.json");
+        const json j = original.toJson();
+        const LlamaConfig back = LlamaConfig::fromJson(json::parse(j.dump()), "roundtrip");
+        EXPECT_EQ(back.toJson(), j);
+        EXPECT_EQ(back.modelType, original.modelType);
+        EXPECT_EQ(back.slidingWindow, original.slidingWindow);
+        EXPECT_EQ(back.ropeScaling, original.ropeScaling);
+        EXPECT_EQ(back.attentionBias, original.attentionBias);
+        EXPECT_EQ(back.parameterCount(), original.parameterCount());
+        EXPECT_EQ(j.at("architectures").at(0), original.className("ForCausalLM"));
+    }
 }
 
 TEST(LlamaConfig, RefusesWrongTypesNamingTheField)

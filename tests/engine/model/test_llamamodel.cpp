@@ -419,10 +419,15 @@ void setFormulaWeights(LlamaForCausalLM &model)
     int index = 0;
     for (auto &item : model->named_parameters()) {
         torch::Tensor &p = item.value();
+        const bool isBias = item.key().ends_with(".bias");
         std::vector<float> values(static_cast<size_t>(p.numel()));
         for (size_t k = 0; k < values.size(); ++k) {
-            values[k] = p.dim() == 1 ? float(1.0 + 0.1 * std::cos(0.37 * double(k) + index))
-                                     : float(0.2 * std::sin(0.37 * double(k) + 1.3 * index));
+            if (isBias)
+                values[k] = float(0.1 * std::sin(0.53 * double(k) + index));
+            else if (p.dim() == 1)
+                values[k] = float(1.0 + 0.1 * std::cos(0.37 * double(k) + index));
+            else
+                values[k] = float(0.2 * std::sin(0.37 * double(k) + 1.3 * index));
         }
         p.copy_(torch::tensor(values).view(p.sizes()));
         ++index;
@@ -432,7 +437,9 @@ void setFormulaWeights(LlamaForCausalLM &model)
 TEST(LlamaModel, MatchesCheckedInGoldenLogits)
 {
     const json golden = readJson(std::filesystem::path(TUNEBENCH_TEST_DATA) / "model" / "llama_golden.json");
-    ASSERT_EQ(golden.at("cases").size(), 2u);
+    // llama GQA untied; llama MQA tied with head_dim and offset; qwen2 q/k/v biases tied GQA; mistral
+    // sliding window; llama3 RoPE over 3 × original_max_position_embeddings; linear RoPE with attention_bias.
+    ASSERT_EQ(golden.at("cases").size(), 6u);
     for (const json &testCase : golden.at("cases")) {
         const LlamaConfig config = LlamaConfig::fromJson(testCase.at("config"), "llama_golden.json");
         LlamaForCausalLM model(config);
@@ -443,6 +450,8 @@ TEST(LlamaModel, MatchesCheckedInGoldenLogits)
         const torch::Tensor expected = tensorFromJson(testCase.at("logits"));
         ASSERT_EQ(logits.sizes(), expected.sizes()) << testCase.at("name");
         EXPECT_LT(maxAbsDiff(logits, expected), 1e-4) << testCase.at("name");
+        EXPECT_LT(maxAbsDiff(torch::log_softmax(logits.to(torch::kFloat64), -1), torch::log_softmax(expected, -1)), 1e-4)
+            << testCase.at("name");
         EXPECT_GT(expected.abs().max().item<double>(), 0.1) << "golden logits too small to test anything";
     }
 }
@@ -452,17 +461,53 @@ TEST(LlamaModel, MatchesIndependentPythonReference)
     if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
         GTEST_SKIP() << "/usr/bin/python3 cannot import torch (install python3-torch); the golden-file test still runs";
 
+    struct Case {
+        std::string name;
+        LlamaConfig config;
+        int64_t length;
+        int64_t offset;
+    };
+    std::vector<Case> cases;
     for (bool tied : {false, true}) {
         LlamaConfig config = tinyConfig(tied, tied ? 1 : 2);
         config.ropeTheta = 300.0;
-        LlamaForCausalLM model = randomModel(config, tied ? 11 : 12);
-        TempDir dir(tied ? "tied" : "untied");
+        cases.push_back({tied ? "tied" : "untied", config, 8, tied ? 4 : 0});
+    }
+    LlamaConfig qwen2 = tinyConfig(true, 2);
+    qwen2.modelType = "qwen2";
+    qwen2.ropeTheta = 1e6;
+    cases.push_back({"qwen2", qwen2, 9, 2});
+    LlamaConfig mistral = tinyConfig(false, 1);
+    mistral.modelType = "mistral";
+    mistral.slidingWindow = 4;
+    mistral.headDim = 10;
+    cases.push_back({"mistral_window", mistral, 13, 0});
+    LlamaConfig llama3 = tinyConfig(false, 2);
+    llama3.headDim = 16;
+    llama3.ropeTheta = 100.0;
+    llama3.ropeScaling = {"llama3", 4.0, 0.25, 1.0, 8};
+    cases.push_back({"llama3_rope", llama3, 24, 0});
+    LlamaConfig linear = tinyConfig(true, 4);
+    linear.attentionBias = true;
+    linear.ropeScaling = {"linear", 3.0, 1.0, 4.0, 8192};
+    cases.push_back({"linear_rope_bias", linear, 10, 6});
+
+    // Weights of every case as <dir>/<case>/<parameter>.f32, then one Python run over all cases.
+    TempDir dir("reference");
+    std::vector<LlamaForCausalLM> models;
+    std::vector<torch::Tensor> inputs;
+    json batch = json::array();
+    uint64_t seed = 11;
+    for (const Case &c : cases) {
+        LlamaForCausalLM model = randomModel(c.config, ++seed);
+        const std::filesystem::path weights = dir.path / c.name;
+        std::filesystem::create_directories(weights);
         for (const auto &item : model->named_parameters()) {
             const torch::Tensor t = item.value().detach().contiguous();
-            std::ofstream out(dir.path / (item.key() + ".f32"), std::ios::binary);
+            std::ofstream out(weights / (item.key() + ".f32"), std::ios::binary);
             out.write(static_cast<const char *>(t.data_ptr()), static_cast<std::streamsize>(t.numel() * sizeof(float)));
         }
-        const torch::Tensor ids = someIds(config, 2, 8, tied ? 5 : 6);
+        const torch::Tensor ids = someIds(c.config, 2, c.length, static_cast<int64_t>(seed));
         json ids2d = json::array();
         for (int64_t b = 0; b < ids.size(0); ++b) {
             json row = json::array();
@@ -470,19 +515,27 @@ TEST(LlamaModel, MatchesIndependentPythonReference)
                 row.push_back(ids[b][t].item<int64_t>());
             ids2d.push_back(row);
         }
-        const int64_t offset = tied ? 4 : 0;
-        const json testCase = {{"config", config.toJson()}, {"input_ids", ids2d}, {"position_offset", offset},
-                               {"weights_dir", dir.path.string()}};
-        std::ofstream(dir.path / "case.json") << testCase.dump();
+        batch.push_back({{"config", c.config.toJson()}, {"input_ids", ids2d}, {"position_offset", c.offset},
+                         {"weights_dir", weights.string()}});
+        models.push_back(model);
+        inputs.push_back(ids);
+    }
+    std::ofstream(dir.path / "cases.json") << batch.dump();
+    const std::string command = "/usr/bin/python3 '" MODEL_REFERENCE_SCRIPT "' '" + (dir.path / "cases.json").string()
+        + "' '" + (dir.path / "out.json").string() + "'";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    const json results = readJson(dir.path / "out.json");
+    ASSERT_EQ(results.size(), cases.size());
 
-        const std::string command = "/usr/bin/python3 '" MODEL_REFERENCE_SCRIPT "' '" + (dir.path / "case.json").string()
-            + "' '" + (dir.path / "out.json").string() + "'";
-        ASSERT_EQ(std::system(command.c_str()), 0) << command;
-        const torch::Tensor expected = tensorFromJson(readJson(dir.path / "out.json").at("logits"));
-        torch::NoGradGuard noGrad;
-        const torch::Tensor logits = model->forward(ids, offset);
-        ASSERT_EQ(logits.sizes(), expected.sizes());
-        EXPECT_LT(maxAbsDiff(logits, expected), 1e-4) << (tied ? "tied" : "untied");
-        EXPECT_GT(expected.abs().max().item<double>(), 0.5);
+    torch::NoGradGuard noGrad;
+    for (size_t i = 0; i < cases.size(); ++i) {
+        const Case &c = cases[i];
+        const torch::Tensor expected = tensorFromJson(results[i].at("logits"));
+        const torch::Tensor logits = models[i]->forward(inputs[i], c.offset);
+        ASSERT_EQ(logits.sizes(), expected.sizes()) << c.name;
+        EXPECT_LT(maxAbsDiff(logits, expected), 1e-4) << c.name;
+        EXPECT_LT(maxAbsDiff(torch::log_softmax(logits.to(torch::kFloat64), -1), torch::log_softmax(expected, -1)), 1e-4)
+            << c.name;
+        EXPECT_GT(expected.abs().max().item<double>(), 0.5) << c.name;
     }
 }

@@ -118,8 +118,22 @@ TEST_F(TrainerTest, LossFallsAndEveryStepIsStored)
     ASSERT_FALSE(outcome.lossPlotPath.empty());
     EXPECT_TRUE(fs::exists(outcome.lossPlotPath));
     const auto artifacts = store.artifacts(outcome.runId);
-    ASSERT_EQ(artifacts.size(), 1u);
+    ASSERT_EQ(artifacts.size(), 2u);
     EXPECT_EQ(artifacts[0].kind, "loss_plot");
+    EXPECT_EQ(artifacts[1].kind, "model");
+    EXPECT_EQ(artifacts[1].path, outcome.modelPath);
+    for (const char *file : {"config.json", "model.safetensors", "tokenizer.model"})
+        EXPECT_TRUE(fs::exists(fs::path(outcome.modelPath) / file)) << file;
+
+    // Training again from the saved folder continues from the learned weights, not from scratch.
+    RecordingObserver resumed;
+    TrainingParams again = tinyParams("falls-again.sqlite3");
+    again.modelPath = outcome.modelPath;
+    again.steps = 3;
+    again.warmupSteps = 0;
+    const auto second = engine::train::runTraining(again, control, resumed);
+    ASSERT_EQ(second.status, JobStatus::Succeeded) << (second.error ? second.error->message : "");
+    EXPECT_LT(resumed.steps.front().loss, start - 1.0) << "the saved weights were not loaded";
 }
 
 TEST_F(TrainerTest, SameSeedGivesSameLosses)

@@ -1,0 +1,430 @@
+#include "engine/model/moduletree.h"
+
+#include "engine/core/error.h"
+#include "engine/model/configfields.h"
+#include "engine/model/llamaconfig.h"
+
+#include <algorithm>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+namespace engine::model {
+namespace {
+
+using nlohmann::json;
+using configfields::checkRange;
+using configfields::describe;
+using configfields::fieldError;
+using configfields::readBool;
+using configfields::readInt;
+using configfields::readString;
+
+// Limits that no real model reaches; they keep counts in int64.
+constexpr int64_t kMaxVocab = 10'000'000;
+constexpr int64_t kMaxHidden = 1'000'000;
+constexpr int64_t kMaxLayers = 10'000;
+constexpr int64_t kMaxPositions = 1'000'000'000;
+
+// Builds nodes with full paths and the config's dtype.
+class TreeBuilder {
+public:
+    explicit TreeBuilder(std::string dtype) : m_dtype(std::move(dtype)) {}
+
+    ModuleNode node(const std::string &name, const std::string &className) const { return {name, className, {}, {}, false}; }
+
+    // A child of `parent` named `local`; returns it for filling in.
+    ModuleNode &child(ModuleNode &parent, const std::string &local, const std::string &className) const
+    {
+        parent.children.push_back(node(parent.name.empty() ? local : parent.name + "." + local, className));
+        return parent.children.back();
+    }
+
+    void parameter(ModuleNode &module, const std::string &local, std::vector<int64_t> shape) const
+    {
+        module.parameters.push_back({local, std::move(shape), m_dtype, {}});
+    }
+
+    // nn.Linear(in, out): weight [out, in], bias [out].
+    ModuleNode &linear(ModuleNode &parent, const std::string &local, int64_t in, int64_t out, bool bias) const
+    {
+        ModuleNode &module = child(parent, local, "Linear");
+        parameter(module, "weight", {out, in});
+        if (bias)
+            parameter(module, "bias", {out});
+        return module;
+    }
+
+    // transformers' Conv1D(nf = out, nx = in): weight [in, out], bias [out].
+    void conv1d(ModuleNode &parent, const std::string &local, int64_t in, int64_t out) const
+    {
+        ModuleNode &module = child(parent, local, "Conv1D");
+        parameter(module, "weight", {in, out});
+        parameter(module, "bias", {out});
+    }
+
+    void embedding(ModuleNode &parent, const std::string &local, int64_t count, int64_t dim) const
+    {
+        parameter(child(parent, local, "Embedding"), "weight", {count, dim});
+    }
+
+    void layerNorm(ModuleNode &parent, const std::string &local, int64_t size) const
+    {
+        ModuleNode &module = child(parent, local, "LayerNorm");
+        parameter(module, "weight", {size});
+        parameter(module, "bias", {size});
+    }
+
+    void rmsNorm(ModuleNode &parent, const std::string &local, int64_t size, const std::string &className) const
+    {
+        parameter(child(parent, local, className), "weight", {size});
+    }
+
+    // The output projection: its own weight, or tied to `embeddingName` (full name of the embedding weight).
+    void lmHead(ModuleNode &root, int64_t hidden, int64_t vocab, bool tied, const std::string &embeddingName,
+                ModuleTree &tree) const
+    {
+        ModuleNode &head = linear(root, "lm_head", hidden, vocab, false);
+        if (tied) {
+            head.parameters.front().tiedTo = embeddingName;
+            std::vector<std::string> group{"lm_head.weight", embeddingName};
+            std::sort(group.begin(), group.end());
+            tree.tiedParameters.push_back(group);
+        }
+    }
+
+private:
+    std::string m_dtype;
+};
+
+void markNoSplit(ModuleNode &node, const std::vector<std::string> &classes)
+{
+    node.noSplit = std::find(classes.begin(), classes.end(), node.className) != classes.end();
+    for (ModuleNode &child : node.children)
+        markNoSplit(child, classes);
+}
+
+ModuleTree finish(ModuleTree tree)
+{
+    tree.noSplitClasses = noSplitModuleClasses(tree.modelType);
+    markNoSplit(tree.root, tree.noSplitClasses);
+    return tree;
+}
+
+// torch_dtype (transformers 4) or dtype (transformers 5); float32 when neither is given, as
+// from_pretrained loads by default.
+std::string readDtype(const json &config, const std::string &source)
+{
+    const char *key = config.contains("torch_dtype") ? "torch_dtype" : "dtype";
+    const auto it = config.find(key);
+    if (it == config.end() || it->is_null())
+        return "float32";
+    if (!it->is_string())
+        throw fieldError(source, key, "must be a string such as \"bfloat16\", got " + describe(*it));
+    std::string dtype = it->get<std::string>();
+    if (dtype.rfind("torch.", 0) == 0)
+        dtype = dtype.substr(6);
+    if (dtype == "half")
+        dtype = "float16";
+    if (dtype == "float")
+        dtype = "float32";
+    if (dtypeSize(dtype) == 0) {
+        throw fieldError(source, key,
+                         "is \"" + it->get<std::string>() + "\": supported are float32, float16, bfloat16, float64");
+    }
+    return dtype;
+}
+
+bool tieWordEmbeddings(const json &config, bool classDefault, const std::string &source)
+{
+    bool tied = classDefault;
+    readBool(config, "tie_word_embeddings", tied, source);
+    return tied;
+}
+
+// GPT2LMHeadModel (transformers' modeling_gpt2.py).
+ModuleTree gpt2Tree(const json &config, const std::string &source, const std::string &dtype)
+{
+    int64_t vocab = 50257, positions = 1024, embd = 768, layers = 12, heads = 12, inner = 0;
+    readInt(config, "vocab_size", vocab, source);
+    readInt(config, "n_positions", positions, source);
+    readInt(config, "n_embd", embd, source);
+    readInt(config, "n_layer", layers, source);
+    readInt(config, "n_head", heads, source);
+    readInt(config, "n_inner", inner, source, /*nullAllowed=*/true);
+    checkRange(source, "vocab_size", vocab, 1, kMaxVocab);
+    checkRange(source, "n_positions", positions, 1, kMaxPositions / 1000);
+    checkRange(source, "n_embd", embd, 1, kMaxHidden);
+    checkRange(source, "n_layer", layers, 1, kMaxLayers);
+    checkRange(source, "n_head", heads, 1, embd);
+    if (embd % heads != 0) {
+        throw fieldError(source, "n_head",
+                         "is " + std::to_string(heads) + ", which does not divide n_embd " + std::to_string(embd));
+    }
+    if (inner == 0)
+        inner = 4 * embd;
+    checkRange(source, "n_inner", inner, 1, 10 * kMaxHidden);
+    bool crossAttention = false;
+    readBool(config, "add_cross_attention", crossAttention, source);
+    if (crossAttention)
+        throw fieldError(source, "add_cross_attention", "is true: GPT-2 with cross-attention is not supported");
+
+    const TreeBuilder b(dtype);
+    ModuleTree tree;
+    tree.modelType = "gpt2";
+    tree.dtype = dtype;
+    tree.root = b.node("", "GPT2LMHeadModel");
+    ModuleNode &transformer = b.child(tree.root, "transformer", "GPT2Model");
+    b.embedding(transformer, "wte", vocab, embd);
+    b.embedding(transformer, "wpe", positions, embd);
+    ModuleNode &h = b.child(transformer, "h", "ModuleList");
+    for (int64_t i = 0; i < layers; ++i) {
+        ModuleNode &block = b.child(h, std::to_string(i), "GPT2Block");
+        b.layerNorm(block, "ln_1", embd);
+        ModuleNode &attn = b.child(block, "attn", "GPT2Attention");
+        b.conv1d(attn, "c_attn", embd, 3 * embd);
+        b.conv1d(attn, "c_proj", embd, embd);
+        b.layerNorm(block, "ln_2", embd);
+        ModuleNode &mlp = b.child(block, "mlp", "GPT2MLP");
+        b.conv1d(mlp, "c_fc", embd, inner);
+        b.conv1d(mlp, "c_proj", inner, embd);
+    }
+    b.layerNorm(transformer, "ln_f", embd);
+    b.lmHead(tree.root, embd, vocab, tieWordEmbeddings(config, true, source), "transformer.wte.weight", tree);
+    return finish(std::move(tree));
+}
+
+// ChatGLMForConditionalGeneration of THUDM/chatglm-6b (modeling_chatglm.py shipped with the checkpoint).
+ModuleTree chatglmTree(const json &config, const std::string &source, const std::string &dtype)
+{
+    // ChatGLM2/3 share model_type "chatglm" but have another layout (transformer.encoder.layers, ...).
+    for (const char *key : {"padded_vocab_size", "ffn_hidden_size", "kv_channels", "multi_query_attention"}) {
+        if (config.contains(key)) {
+            throw fieldError(source, key,
+                             "is present: this is a ChatGLM2/ChatGLM3 config, whose layout is not supported "
+                             "(only ChatGLM-6B)");
+        }
+    }
+    int64_t vocab = 150528, hidden = 4096, layers = 28, heads = 32, inner = 16384, quantizationBit = 0;
+    readInt(config, "vocab_size", vocab, source);
+    readInt(config, "hidden_size", hidden, source);
+    readInt(config, "num_layers", layers, source);
+    readInt(config, "num_attention_heads", heads, source);
+    if (const auto it = config.find("inner_hidden_size"); it != config.end() && it->is_null())
+        inner = 4 * hidden;
+    else
+        readInt(config, "inner_hidden_size", inner, source);
+    checkRange(source, "vocab_size", vocab, 1, kMaxVocab);
+    checkRange(source, "hidden_size", hidden, 1, kMaxHidden);
+    checkRange(source, "num_layers", layers, 1, kMaxLayers);
+    checkRange(source, "num_attention_heads", heads, 1, hidden);
+    checkRange(source, "inner_hidden_size", inner, 1, 10 * kMaxHidden);
+    if (hidden % heads != 0) {
+        throw fieldError(source, "num_attention_heads",
+                         "is " + std::to_string(heads) + ", which does not divide hidden_size " + std::to_string(hidden));
+    }
+    readInt(config, "quantization_bit", quantizationBit, source, true);
+    if (quantizationBit != 0) {
+        throw fieldError(source, "quantization_bit",
+                         "is " + std::to_string(quantizationBit) + ": quantized ChatGLM checkpoints are not supported");
+    }
+    if (const auto it = config.find("pre_seq_len"); it != config.end() && !it->is_null())
+        throw fieldError(source, "pre_seq_len", "is " + it->dump() + ": ChatGLM's P-tuning prefix encoder is not supported");
+
+    const TreeBuilder b(dtype);
+    ModuleTree tree;
+    tree.modelType = "chatglm";
+    tree.dtype = dtype;
+    tree.root = b.node("", "ChatGLMForConditionalGeneration");
+    ModuleNode &transformer = b.child(tree.root, "transformer", "ChatGLMModel");
+    b.embedding(transformer, "word_embeddings", vocab, hidden);
+    ModuleNode &list = b.child(transformer, "layers", "ModuleList");
+    for (int64_t i = 0; i < layers; ++i) {
+        ModuleNode &block = b.child(list, std::to_string(i), "GLMBlock");
+        b.layerNorm(block, "input_layernorm", hidden);
+        ModuleNode &attention = b.child(block, "attention", "SelfAttention");
+        b.linear(attention, "query_key_value", hidden, 3 * hidden, true);
+        b.linear(attention, "dense", hidden, hidden, true);
+        b.layerNorm(block, "post_attention_layernorm", hidden);
+        ModuleNode &mlp = b.child(block, "mlp", "GLU");
+        b.linear(mlp, "dense_h_to_4h", hidden, inner, true);
+        b.linear(mlp, "dense_4h_to_h", inner, hidden, true);
+    }
+    b.layerNorm(transformer, "final_layernorm", hidden);
+    b.lmHead(tree.root, hidden, vocab, tieWordEmbeddings(config, true, source), "transformer.word_embeddings.weight",
+             tree);
+    return finish(std::move(tree));
+}
+
+void countInto(const ModuleNode &node, bool includeTied, bool bytes, int64_t &total)
+{
+    for (const ParameterInfo &p : node.parameters) {
+        if (includeTied || p.tiedTo.empty())
+            total += bytes ? p.bytes() : p.numel();
+    }
+    for (const ModuleNode &child : node.children)
+        countInto(child, includeTied, bytes, total);
+}
+
+} // namespace
+
+int64_t ParameterInfo::numel() const
+{
+    int64_t n = 1;
+    for (const int64_t d : shape)
+        n *= d;
+    return n;
+}
+
+int64_t ParameterInfo::bytes() const
+{
+    return numel() * dtypeSize(dtype);
+}
+
+int64_t ModuleNode::parameterCount(bool includeTied) const
+{
+    int64_t total = 0;
+    countInto(*this, includeTied, false, total);
+    return total;
+}
+
+int64_t ModuleNode::parameterBytes(bool includeTied) const
+{
+    int64_t total = 0;
+    countInto(*this, includeTied, true, total);
+    return total;
+}
+
+const ModuleNode *ModuleNode::find(std::string_view path) const
+{
+    if (path == name)
+        return this;
+    for (const ModuleNode &child : children) {
+        const std::string_view childName = child.name;
+        if (path == childName)
+            return &child;
+        if (path.size() > childName.size() && path.substr(0, childName.size()) == childName
+            && path[childName.size()] == '.')
+            return child.find(path);
+    }
+    return nullptr;
+}
+
+int64_t ModuleTree::parameterCount() const
+{
+    return root.parameterCount(false);
+}
+
+int64_t ModuleTree::parameterBytes() const
+{
+    return root.parameterBytes(false);
+}
+
+const ModuleNode *ModuleTree::find(std::string_view path) const
+{
+    return root.find(path);
+}
+
+std::vector<NamedParameter> ModuleTree::namedParameters(bool includeTied) const
+{
+    std::vector<NamedParameter> out;
+    const std::function<void(const ModuleNode &)> visit = [&](const ModuleNode &node) {
+        for (const ParameterInfo &p : node.parameters) {
+            if (includeTied || p.tiedTo.empty())
+                out.push_back({node.name.empty() ? p.name : node.name + "." + p.name, p});
+        }
+        for (const ModuleNode &child : node.children)
+            visit(child);
+    };
+    visit(root);
+    return out;
+}
+
+int64_t dtypeSize(const std::string &dtype)
+{
+    if (dtype == "float32")
+        return 4;
+    if (dtype == "float16" || dtype == "bfloat16")
+        return 2;
+    if (dtype == "float64")
+        return 8;
+    return 0;
+}
+
+std::vector<std::string> noSplitModuleClasses(const std::string &modelType)
+{
+    if (modelType == "llama")
+        return {"LlamaDecoderLayer"};
+    if (modelType == "mistral")
+        return {"MistralDecoderLayer"};
+    if (modelType == "qwen2")
+        return {"Qwen2DecoderLayer"};
+    if (modelType == "chatglm")
+        return {"GLMBlock"};
+    if (modelType == "gpt2")
+        return {"GPT2Block"};
+    return {};
+}
+
+ModuleTree llamaModuleTree(const LlamaConfig &config, const std::string &dtype)
+{
+    const TreeBuilder b(dtype);
+    const int64_t hidden = config.hiddenSize;
+    const int64_t qWidth = config.numAttentionHeads * config.effectiveHeadDim();
+    const int64_t kvWidth = config.numKeyValueHeads * config.effectiveHeadDim();
+    const std::string norm = config.className("RMSNorm");
+
+    ModuleTree tree;
+    tree.modelType = config.modelType.empty() ? std::string("llama") : config.modelType;
+    tree.dtype = dtype;
+    tree.root = b.node("", config.className("ForCausalLM"));
+    ModuleNode &model = b.child(tree.root, "model", config.className("Model"));
+    b.embedding(model, "embed_tokens", config.vocabSize, hidden);
+    ModuleNode &layers = b.child(model, "layers", "ModuleList");
+    for (int64_t i = 0; i < config.numHiddenLayers; ++i) {
+        ModuleNode &layer = b.child(layers, std::to_string(i), config.className("DecoderLayer"));
+        ModuleNode &attention = b.child(layer, "self_attn", config.className("Attention"));
+        b.linear(attention, "q_proj", hidden, qWidth, config.hasQkvBias());
+        b.linear(attention, "k_proj", hidden, kvWidth, config.hasQkvBias());
+        b.linear(attention, "v_proj", hidden, kvWidth, config.hasQkvBias());
+        b.linear(attention, "o_proj", qWidth, hidden, config.hasOutputBias());
+        ModuleNode &mlp = b.child(layer, "mlp", config.className("MLP"));
+        b.linear(mlp, "gate_proj", hidden, config.intermediateSize, false);
+        b.linear(mlp, "up_proj", hidden, config.intermediateSize, false);
+        b.linear(mlp, "down_proj", config.intermediateSize, hidden, false);
+        b.rmsNorm(layer, "input_layernorm", hidden, norm);
+        b.rmsNorm(layer, "post_attention_layernorm", hidden, norm);
+    }
+    b.rmsNorm(model, "norm", hidden, norm);
+    b.lmHead(tree.root, hidden, config.vocabSize, config.tieWordEmbeddings, "model.embed_tokens.weight", tree);
+    return finish(std::move(tree));
+}
+
+ModuleTree moduleTreeFromConfig(const json &config, const std::string &source)
+{
+    if (!config.is_object())
+        throw invalidInput(source + ": a model config must be a JSON object, got " + describe(config));
+    std::string modelType;
+    readString(config, "model_type", modelType, source);
+    const std::string dtype = readDtype(config, source);
+    if (modelType == "llama" || modelType == "mistral" || modelType == "qwen2")
+        return llamaModuleTree(LlamaConfig::fromJson(config, source), dtype);
+    if (modelType == "chatglm")
+        return chatglmTree(config, source, dtype);
+    if (modelType == "gpt2")
+        return gpt2Tree(config, source, dtype);
+    if (modelType.empty())
+        throw fieldError(source, "model_type", "is missing: cannot tell the architecture");
+    throw fieldError(source, "model_type",
+                     "is \"" + modelType + "\": no module tree for this architecture (supported: llama, mistral, qwen2, "
+                                           "chatglm, gpt2)");
+}
+
+ModuleTree moduleTreeFromFolder(const std::filesystem::path &path)
+{
+    std::string source;
+    const json config = configfields::readConfigFile(path, source);
+    return moduleTreeFromConfig(config, source);
+}
+
+} // namespace engine::model

@@ -1,0 +1,129 @@
+// `tunebench tokenize`, run as a user would: a child process per command.
+
+#include "engine/core/atomicfile.h"
+#include "support/tempdir.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ProcessResult {
+    int exitCode = -1;
+    std::string out;
+    std::string err;
+};
+
+fs::path fixture(const std::string &name) { return fs::path(TUNEBENCH_TEST_DATA) / "tokenize" / name; }
+
+class TokenizeCli : public ::testing::Test {
+protected:
+    void SetUp() override { m_dir = std::make_unique<testing_support::TempDir>("tokenizecli"); }
+
+    ProcessResult run(const std::vector<std::string> &args)
+    {
+        const fs::path out = m_dir->path() / "out.txt";
+        const fs::path err = m_dir->path() / "err.txt";
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            ::dup2(o, 1);
+            ::dup2(e, 2);
+            ::unsetenv("DISPLAY");
+            ::unsetenv("WAYLAND_DISPLAY");
+            ::unsetenv("QT_QPA_PLATFORM");
+            std::string binary = TUNEBENCH_CLI;
+            std::vector<std::string> copy = args;
+            std::vector<char *> argv{binary.data()};
+            for (auto &a : copy)
+                argv.push_back(a.data());
+            argv.push_back(nullptr);
+            ::execv(binary.c_str(), argv.data());
+            ::_exit(127);
+        }
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        ProcessResult r;
+        r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        r.out = engine::readFile(out);
+        r.err = engine::readFile(err);
+        return r;
+    }
+
+    std::unique_ptr<testing_support::TempDir> m_dir;
+};
+
+} // namespace
+
+TEST_F(TokenizeCli, EncodesToJson)
+{
+    const auto r = run({"tokenize", "--tokenizer", fixture("bytelevel").string(), "--text", "hello world!", "--json"});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json::parse(R"({"ids": [12, 17, 0]})")) << r.out;
+}
+
+TEST_F(TokenizeCli, AddSpecialAddsBosLikeHuggingFace)
+{
+    const auto tokenizerJson = (fixture("spbytefallback") / "tokenizer.json").string();
+    const auto plain = run({"tokenize", "--tokenizer", tokenizerJson, "--text", "hi there", "--json"});
+    ASSERT_EQ(plain.exitCode, 0) << plain.err;
+    EXPECT_EQ(nlohmann::json::parse(plain.out)["ids"], nlohmann::json::parse("[266, 269, 270]"));
+    const auto special = run({"tokenize", "--tokenizer", tokenizerJson, "--text", "hi there", "--json", "--add-special"});
+    ASSERT_EQ(special.exitCode, 0) << special.err;
+    EXPECT_EQ(nlohmann::json::parse(special.out)["ids"], nlohmann::json::parse("[1, 266, 269, 270]"));
+}
+
+TEST_F(TokenizeCli, ReadableOutputAndFileInput)
+{
+    engine::writeFileAtomically(m_dir->path() / "in.txt", "hello world!");
+    const auto r = run({"tokenize", "--tokenizer", fixture("bytelevel").string(), "--file", (m_dir->path() / "in.txt").string()});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "12 17 0");
+    EXPECT_NE(r.out.find("3 tokens"), std::string::npos) << r.out;
+}
+
+TEST_F(TokenizeCli, DecodesIds)
+{
+    const auto r = run({"tokenize", "--tokenizer", fixture("spbytefallback").string(), "--decode", "1,266,269,270"});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_EQ(r.out, "<s> hi there\n");
+    const auto skip = run({"tokenize", "--tokenizer", fixture("spbytefallback").string(), "--decode", "1,266,269,270",
+                           "--skip-special"});
+    EXPECT_EQ(skip.out, "hi there\n");
+}
+
+TEST_F(TokenizeCli, BadInputFailsWithOneMessage)
+{
+    const fs::path dir = m_dir->path();
+    engine::writeFileAtomically(dir / "corrupt.json", "{\"model\": [");
+    engine::writeFileAtomically(dir / "wordpiece.json", R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})");
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"--tokenizer", (dir / "nowhere").string(), "--text", "x"}, "nowhere does not exist"},
+        {{"--tokenizer", (dir / "corrupt.json").string(), "--text", "x"}, "corrupt.json is not valid JSON"},
+        {{"--tokenizer", (dir / "wordpiece.json").string(), "--text", "x"}, "wordpiece.json: field model.type"},
+        {{"--tokenizer", fixture("bytelevel").string(), "--file", (dir / "missing.txt").string()}, "missing.txt"},
+        {{"--tokenizer", fixture("bytelevel").string(), "--decode", "1,x"}, "\"x\" is not a token id"},
+        {{"--tokenizer", fixture("bytelevel").string(), "--decode", "999"}, "token id 999"},
+    };
+    for (const auto &[args, needle] : cases) {
+        std::vector<std::string> full{"tokenize"};
+        full.insert(full.end(), args.begin(), args.end());
+        const auto r = run(full);
+        EXPECT_EQ(r.exitCode, 1) << needle << ": " << r.err;
+        EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one message: " << r.err;
+        EXPECT_TRUE(r.out.empty()) << r.out;
+    }
+    const auto none = run({"tokenize", "--tokenizer", fixture("bytelevel").string()});
+    EXPECT_EQ(none.exitCode, 2) << none.err;
+}

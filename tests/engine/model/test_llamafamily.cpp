@@ -1,0 +1,230 @@
+// The engine's LLaMA-family model with Mistral and Qwen2 configs, RoPE scaling and attention biases:
+// structure against the module tree, behaviour of the sliding window and the KV cache.
+#include "engine/model/llamaconfig.h"
+#include "engine/model/llamamodel.h"
+#include "engine/model/moduletree.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+using engine::model::KvCache;
+using engine::model::LlamaConfig;
+using engine::model::LlamaForCausalLM;
+
+namespace {
+
+LlamaConfig tiny(const std::string &modelType, bool tied = false, int64_t kvHeads = 2)
+{
+    LlamaConfig c;
+    c.modelType = modelType;
+    c.vocabSize = 64;
+    c.hiddenSize = 32;
+    c.intermediateSize = 48;
+    c.numHiddenLayers = 2;
+    c.numAttentionHeads = 4;
+    c.numKeyValueHeads = kvHeads;
+    c.maxPositionEmbeddings = 64;
+    c.rmsNormEps = 1e-5;
+    c.tieWordEmbeddings = tied;
+    c.initializerRange = 0.2;
+    return c;
+}
+
+LlamaConfig withWindow(LlamaConfig c, int64_t window)
+{
+    c.slidingWindow = window;
+    return c;
+}
+
+// Random weights; 1-D parameters (norm weights and biases) perturbed so that they matter.
+LlamaForCausalLM randomModel(const LlamaConfig &config, uint64_t seed = 7)
+{
+    LlamaForCausalLM model(config);
+    model->initializeWeights(seed);
+    torch::NoGradGuard noGrad;
+    torch::manual_seed(seed);
+    for (auto &p : model->parameters()) {
+        if (p.dim() == 1)
+            p.add_(0.2 * torch::randn(p.sizes()));
+    }
+    return model;
+}
+
+torch::Tensor someIds(int64_t batch, int64_t length, int64_t seed = 3)
+{
+    torch::manual_seed(seed);
+    return torch::randint(64, {batch, length}, torch::kInt64);
+}
+
+double maxAbsDiff(const torch::Tensor &a, const torch::Tensor &b)
+{
+    return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+}
+
+std::vector<LlamaConfig> structureConfigs()
+{
+    LlamaConfig bias = tiny("llama", false, 4);
+    bias.attentionBias = true;
+    LlamaConfig headDim = tiny("mistral", false, 1);
+    headDim.headDim = 12;
+    LlamaConfig llama3 = tiny("llama", true);
+    llama3.ropeScaling = {"llama3", 8.0, 1.0, 4.0, 16};
+    return {tiny("llama"), tiny("llama", true), bias, tiny("qwen2"), tiny("qwen2", true, 1),
+            withWindow(tiny("mistral"), 4), headDim, llama3};
+}
+
+} // namespace
+
+// The module tree the planner uses and the model the trainer runs must name the same parameters.
+TEST(LlamaFamily, ModuleTreeEqualsNamedParametersInOrder)
+{
+    for (const LlamaConfig &config : structureConfigs()) {
+        const std::string what = config.toJson().dump();
+        config.validate("test");
+        LlamaForCausalLM model(config);
+        const auto tree = engine::model::llamaModuleTree(config, "float32");
+        const auto expected = tree.namedParameters();
+        const auto actual = model->named_parameters();
+        ASSERT_EQ(actual.size(), expected.size()) << what;
+        for (size_t i = 0; i < expected.size(); ++i) {
+            EXPECT_EQ(actual[i].key(), expected[i].name) << what;
+            EXPECT_EQ(actual[i].value().sizes().vec(), expected[i].info.shape) << expected[i].name << " " << what;
+        }
+        EXPECT_EQ(tree.parameterCount(), config.parameterCount()) << what;
+        EXPECT_TRUE(model->named_buffers().is_empty());
+        // The same through config.json, as a model folder would give it.
+        const auto fromJson = engine::model::moduleTreeFromConfig(config.toJson(), "roundtrip");
+        EXPECT_EQ(fromJson.root, tree.root) << what;
+    }
+}
+
+TEST(LlamaFamily, BiasesWhereHuggingFacePutsThem)
+{
+    const auto params = LlamaForCausalLM(tiny("qwen2"))->named_parameters();
+    EXPECT_TRUE(params.contains("model.layers.0.self_attn.q_proj.bias"));
+    EXPECT_TRUE(params.contains("model.layers.1.self_attn.k_proj.bias"));
+    EXPECT_TRUE(params.contains("model.layers.1.self_attn.v_proj.bias"));
+    EXPECT_FALSE(params.contains("model.layers.0.self_attn.o_proj.bias"));
+    EXPECT_FALSE(params.contains("model.layers.0.mlp.up_proj.bias"));
+    LlamaConfig bias = tiny("llama");
+    bias.attentionBias = true;
+    EXPECT_TRUE(LlamaForCausalLM(bias)->named_parameters().contains("model.layers.0.self_attn.o_proj.bias"));
+    EXPECT_FALSE(LlamaForCausalLM(tiny("mistral"))->named_parameters().contains("model.layers.0.self_attn.q_proj.bias"));
+}
+
+TEST(LlamaFamily, InitializeWeightsZeroesBiases)
+{
+    LlamaForCausalLM model(tiny("qwen2"));
+    model->initializeWeights(5);
+    for (const auto &item : model->named_parameters()) {
+        const bool isBias = item.key().ends_with(".bias");
+        if (isBias) {
+            EXPECT_TRUE(torch::equal(item.value(), torch::zeros_like(item.value()))) << item.key();
+        } else if (item.value().dim() == 1) {
+            EXPECT_TRUE(torch::equal(item.value(), torch::ones_like(item.value()))) << item.key();
+        }
+    }
+}
+
+TEST(LlamaFamily, BiasesAndWindowGetFiniteGradients)
+{
+    for (const LlamaConfig &config : {tiny("qwen2", true), withWindow(tiny("mistral"), 3)}) {
+        LlamaForCausalLM model = randomModel(config);
+        const torch::Tensor ids = someIds(2, 9);
+        const torch::Tensor logits = model->forward(ids.slice(1, 0, 8));
+        torch::nn::functional::cross_entropy(logits.reshape({-1, 64}), ids.slice(1, 1, 9).reshape({-1})).backward();
+        for (const auto &item : model->named_parameters()) {
+            const torch::Tensor grad = item.value().grad();
+            ASSERT_TRUE(grad.defined()) << item.key();
+            EXPECT_TRUE(torch::isfinite(grad).all().item<bool>()) << item.key();
+            EXPECT_GT(grad.abs().max().item<double>(), 0.0) << item.key();
+        }
+    }
+}
+
+// With one layer, query i reads keys i - W + 1 .. i only (transformers: kv_idx > q_idx - W).
+TEST(LlamaFamily, SlidingWindowLimitsWhatATokenSees)
+{
+    LlamaConfig config = withWindow(tiny("mistral"), 3);
+    config.numHiddenLayers = 1;
+    LlamaForCausalLM model = randomModel(config);
+    torch::NoGradGuard noGrad;
+    const torch::Tensor ids = someIds(1, 12);
+    const torch::Tensor before = model->forward(ids);
+    const int64_t changed = 4;
+    torch::Tensor other = ids.clone();
+    other.select(1, changed).add_(1).remainder_(64);
+    const torch::Tensor after = model->forward(other);
+    for (int64_t i = 0; i < 12; ++i) {
+        const double diff = maxAbsDiff(before.select(1, i), after.select(1, i));
+        if (i >= changed && i < changed + 3)
+            EXPECT_GT(diff, 1e-3) << "position " << i << " sees position " << changed;
+        else
+            EXPECT_LT(diff, 1e-6) << "position " << i << " must not see position " << changed;
+    }
+    // Without the window every later position sees it.
+    config.slidingWindow = 0;
+    LlamaForCausalLM full = randomModel(config);
+    EXPECT_GT(maxAbsDiff(full->forward(ids).select(1, 11), full->forward(other).select(1, 11)), 1e-3);
+}
+
+TEST(LlamaFamily, SlidingWindowAtLeastTheSequenceChangesNothing)
+{
+    LlamaForCausalLM windowed = randomModel(withWindow(tiny("mistral"), 8));
+    LlamaForCausalLM plain = randomModel(tiny("mistral"));
+    torch::NoGradGuard noGrad;
+    const torch::Tensor ids = someIds(2, 8);
+    EXPECT_LT(maxAbsDiff(windowed->forward(ids), plain->forward(ids)), 1e-6);
+    EXPECT_GT(maxAbsDiff(windowed->forward(someIds(2, 9)), plain->forward(someIds(2, 9))), 1e-3);
+}
+
+TEST(LlamaFamily, KvCacheWithSlidingWindowGivesTheSameLogitsAsOneFullPass)
+{
+    LlamaForCausalLM model = randomModel(withWindow(tiny("mistral"), 3));
+    torch::NoGradGuard noGrad;
+    const torch::Tensor ids = someIds(2, 11);
+    const torch::Tensor full = model->forward(ids);
+    KvCache cache;
+    EXPECT_LT(maxAbsDiff(model->forward(ids.slice(1, 0, 2), 0, &cache), full.slice(1, 0, 2)), 1e-5);
+    for (int64_t pos = 2; pos < 7; ++pos) {
+        const torch::Tensor step = model->forward(ids.slice(1, pos, pos + 1), cache.length(), &cache);
+        EXPECT_LT(maxAbsDiff(step, full.slice(1, pos, pos + 1)), 1e-5) << "position " << pos;
+    }
+    EXPECT_LT(maxAbsDiff(model->forward(ids.slice(1, 7, 11), 7, &cache), full.slice(1, 7, 11)), 1e-5);
+}
+
+TEST(LlamaFamily, Llama3ScalingWithFactorOneIsPlainRope)
+{
+    LlamaConfig scaled = tiny("llama");
+    scaled.ropeScaling = {"llama3", 1.0, 1.0, 4.0, 8};
+    LlamaForCausalLM a = randomModel(scaled);
+    LlamaForCausalLM b = randomModel(tiny("llama"));
+    torch::NoGradGuard noGrad;
+    const torch::Tensor ids = someIds(1, 20);
+    EXPECT_LT(maxAbsDiff(a->forward(ids, 5), b->forward(ids, 5)), 1e-5);
+    // A real factor changes positions beyond the short wavelengths.
+    scaled.ropeScaling.factor = 8.0;
+    LlamaForCausalLM c = randomModel(scaled);
+    EXPECT_GT(maxAbsDiff(c->forward(ids, 5), b->forward(ids, 5)), 1e-3);
+}
+
+TEST(LlamaFamily, RealConfigsLoadIntoTheModelConfig)
+{
+    const auto dir = std::filesystem::path(TUNEBENCH_TEST_DATA) / "model" / "configs";
+    const LlamaConfig mistral = LlamaConfig::fromFile(dir / "mistral-7b-v0.1.json");
+    EXPECT_EQ(mistral.modelType, "mistral");
+    EXPECT_EQ(mistral.slidingWindow, 4096);
+    EXPECT_EQ(mistral.numKeyValueHeads, 8);
+    const LlamaConfig qwen = LlamaConfig::fromFile(dir / "qwen2-0.5b.json");
+    EXPECT_TRUE(qwen.hasQkvBias());
+    EXPECT_FALSE(qwen.hasOutputBias());
+    EXPECT_TRUE(qwen.tieWordEmbeddings);
+    EXPECT_EQ(qwen.slidingWindow, 0) << "use_sliding_window is false";
+    const LlamaConfig llama31 = LlamaConfig::fromFile(dir / "llama-3.1-8b.json");
+    EXPECT_EQ(llama31.ropeScaling, (engine::model::RopeScaling{"llama3", 8.0, 1.0, 4.0, 8192}));
+    EXPECT_DOUBLE_EQ(llama31.ropeTheta, 500000.0);
+}

@@ -1,0 +1,453 @@
+#include "engine/core/error.h"
+#include "engine/model/llamaconfig.h"
+#include "engine/model/moduletree.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+using engine::model::ModuleNode;
+using engine::model::ModuleTree;
+using engine::model::moduleTreeFromConfig;
+using engine::model::moduleTreeFromFolder;
+using nlohmann::json;
+
+namespace {
+
+const std::filesystem::path kConfigs = std::filesystem::path(TUNEBENCH_TEST_DATA) / "model" / "configs";
+
+std::string shapeText(const std::vector<int64_t> &shape)
+{
+    std::string text = "[";
+    for (size_t i = 0; i < shape.size(); ++i)
+        text += (i ? "," : "") + std::to_string(shape[i]);
+    return text + "]";
+}
+
+// One line per module ("path Class", " noSplit" when set), then one per direct parameter
+// ("  name [shape]", " tied TARGET" when tied), in tree order.
+void dump(const ModuleNode &node, std::ostringstream &out)
+{
+    out << node.name << ' ' << node.className << (node.noSplit ? " noSplit" : "") << '\n';
+    for (const auto &p : node.parameters)
+        out << "  " << p.name << ' ' << shapeText(p.shape) << (p.tiedTo.empty() ? "" : " tied " + p.tiedTo) << '\n';
+    for (const ModuleNode &child : node.children)
+        dump(child, out);
+}
+
+std::string dump(const ModuleTree &tree)
+{
+    std::ostringstream out;
+    dump(tree.root, out);
+    return out.str();
+}
+
+void expectAllDtypes(const ModuleTree &tree, const std::string &dtype)
+{
+    EXPECT_EQ(tree.dtype, dtype);
+    for (const auto &p : tree.namedParameters(true))
+        EXPECT_EQ(p.info.dtype, dtype) << p.name;
+}
+
+// Expects moduleTreeFromConfig to throw InvalidInput naming cfg.json, the field and `word`.
+void expectRefused(const json &config, const std::string &field, const std::string &word)
+{
+    try {
+        moduleTreeFromConfig(config, "cfg.json");
+        FAIL() << "accepted " << config.dump();
+    } catch (const engine::Error &e) {
+        const std::string message = e.what();
+        EXPECT_EQ(e.kind(), engine::ErrorKind::InvalidInput) << message;
+        EXPECT_NE(message.find("cfg.json"), std::string::npos) << message;
+        EXPECT_NE(message.find("'" + field + "'"), std::string::npos) << message;
+        EXPECT_NE(message.find(word), std::string::npos) << message;
+    }
+}
+
+json tinyLlama()
+{
+    return {{"model_type", "llama"},        {"vocab_size", 16},          {"hidden_size", 8},
+            {"intermediate_size", 12},      {"num_hidden_layers", 2},    {"num_attention_heads", 2},
+            {"num_key_value_heads", 1},     {"torch_dtype", "float16"}};
+}
+
+} // namespace
+
+TEST(ModuleTree, TinyLlamaFullListing)
+{
+    const ModuleTree tree = moduleTreeFromConfig(tinyLlama(), "cfg.json");
+    EXPECT_EQ(dump(tree), R"( LlamaForCausalLM
+model LlamaModel
+model.embed_tokens Embedding
+  weight [16,8]
+model.layers ModuleList
+model.layers.0 LlamaDecoderLayer noSplit
+model.layers.0.self_attn LlamaAttention
+model.layers.0.self_attn.q_proj Linear
+  weight [8,8]
+model.layers.0.self_attn.k_proj Linear
+  weight [4,8]
+model.layers.0.self_attn.v_proj Linear
+  weight [4,8]
+model.layers.0.self_attn.o_proj Linear
+  weight [8,8]
+model.layers.0.mlp LlamaMLP
+model.layers.0.mlp.gate_proj Linear
+  weight [12,8]
+model.layers.0.mlp.up_proj Linear
+  weight [12,8]
+model.layers.0.mlp.down_proj Linear
+  weight [8,12]
+model.layers.0.input_layernorm LlamaRMSNorm
+  weight [8]
+model.layers.0.post_attention_layernorm LlamaRMSNorm
+  weight [8]
+model.layers.1 LlamaDecoderLayer noSplit
+model.layers.1.self_attn LlamaAttention
+model.layers.1.self_attn.q_proj Linear
+  weight [8,8]
+model.layers.1.self_attn.k_proj Linear
+  weight [4,8]
+model.layers.1.self_attn.v_proj Linear
+  weight [4,8]
+model.layers.1.self_attn.o_proj Linear
+  weight [8,8]
+model.layers.1.mlp LlamaMLP
+model.layers.1.mlp.gate_proj Linear
+  weight [12,8]
+model.layers.1.mlp.up_proj Linear
+  weight [12,8]
+model.layers.1.mlp.down_proj Linear
+  weight [8,12]
+model.layers.1.input_layernorm LlamaRMSNorm
+  weight [8]
+model.layers.1.post_attention_layernorm LlamaRMSNorm
+  weight [8]
+model.norm LlamaRMSNorm
+  weight [8]
+lm_head Linear
+  weight [16,8]
+)");
+    expectAllDtypes(tree, "float16");
+    EXPECT_EQ(tree.modelType, "llama");
+    EXPECT_EQ(tree.noSplitClasses, std::vector<std::string>{"LlamaDecoderLayer"});
+    EXPECT_TRUE(tree.tiedParameters.empty());
+    // 128 + 2 × (64 + 32 + 32 + 64 + 3 × 96 + 16) + 8 + 128
+    EXPECT_EQ(tree.parameterCount(), 128 + 2 * 496 + 8 + 128);
+    EXPECT_EQ(tree.parameterBytes(), 2 * tree.parameterCount());
+}
+
+TEST(ModuleTree, TinyQwen2FullListingWithQkvBiasesAndTiedHead)
+{
+    json config = tinyLlama();
+    config["model_type"] = "qwen2";
+    config["num_hidden_layers"] = 1;
+    config["tie_word_embeddings"] = true;
+    config["torch_dtype"] = "bfloat16";
+    config["use_sliding_window"] = false;
+    const ModuleTree tree = moduleTreeFromConfig(config, "cfg.json");
+    EXPECT_EQ(dump(tree), R"( Qwen2ForCausalLM
+model Qwen2Model
+model.embed_tokens Embedding
+  weight [16,8]
+model.layers ModuleList
+model.layers.0 Qwen2DecoderLayer noSplit
+model.layers.0.self_attn Qwen2Attention
+model.layers.0.self_attn.q_proj Linear
+  weight [8,8]
+  bias [8]
+model.layers.0.self_attn.k_proj Linear
+  weight [4,8]
+  bias [4]
+model.layers.0.self_attn.v_proj Linear
+  weight [4,8]
+  bias [4]
+model.layers.0.self_attn.o_proj Linear
+  weight [8,8]
+model.layers.0.mlp Qwen2MLP
+model.layers.0.mlp.gate_proj Linear
+  weight [12,8]
+model.layers.0.mlp.up_proj Linear
+  weight [12,8]
+model.layers.0.mlp.down_proj Linear
+  weight [8,12]
+model.layers.0.input_layernorm Qwen2RMSNorm
+  weight [8]
+model.layers.0.post_attention_layernorm Qwen2RMSNorm
+  weight [8]
+model.norm Qwen2RMSNorm
+  weight [8]
+lm_head Linear
+  weight [16,8] tied model.embed_tokens.weight
+)");
+    expectAllDtypes(tree, "bfloat16");
+    EXPECT_EQ(tree.noSplitClasses, std::vector<std::string>{"Qwen2DecoderLayer"});
+    EXPECT_EQ(tree.tiedParameters,
+              (std::vector<std::vector<std::string>>{{"lm_head.weight", "model.embed_tokens.weight"}}));
+    EXPECT_EQ(tree.parameterCount(), 128 + (72 + 36 + 36 + 64 + 3 * 96 + 16) + 8);
+    EXPECT_EQ(tree.root.parameterCount(true), tree.parameterCount() + 128) << "the tied head, counted again";
+    EXPECT_EQ(tree.find("lm_head")->parameterCount(false), 0);
+    EXPECT_EQ(tree.find("lm_head")->parameterCount(), 128);
+    // As PyTorch's named_parameters(): the tied head weight is not listed twice.
+    const auto named = tree.namedParameters();
+    EXPECT_EQ(named.back().name, "model.norm.weight");
+    EXPECT_EQ(tree.namedParameters(true).back().name, "lm_head.weight");
+}
+
+TEST(ModuleTree, TinyMistralFullListingWithHeadDim)
+{
+    json config = tinyLlama();
+    config["model_type"] = "mistral";
+    config["num_hidden_layers"] = 1;
+    config["head_dim"] = 6;  // 2 heads × 6 != hidden 8
+    config["sliding_window"] = 4;
+    config.erase("torch_dtype");
+    const ModuleTree tree = moduleTreeFromConfig(config, "cfg.json");
+    EXPECT_EQ(dump(tree), R"( MistralForCausalLM
+model MistralModel
+model.embed_tokens Embedding
+  weight [16,8]
+model.layers ModuleList
+model.layers.0 MistralDecoderLayer noSplit
+model.layers.0.self_attn MistralAttention
+model.layers.0.self_attn.q_proj Linear
+  weight [12,8]
+model.layers.0.self_attn.k_proj Linear
+  weight [6,8]
+model.layers.0.self_attn.v_proj Linear
+  weight [6,8]
+model.layers.0.self_attn.o_proj Linear
+  weight [8,12]
+model.layers.0.mlp MistralMLP
+model.layers.0.mlp.gate_proj Linear
+  weight [12,8]
+model.layers.0.mlp.up_proj Linear
+  weight [12,8]
+model.layers.0.mlp.down_proj Linear
+  weight [8,12]
+model.layers.0.input_layernorm MistralRMSNorm
+  weight [8]
+model.layers.0.post_attention_layernorm MistralRMSNorm
+  weight [8]
+model.norm MistralRMSNorm
+  weight [8]
+lm_head Linear
+  weight [16,8]
+)");
+    expectAllDtypes(tree, "float32");
+    EXPECT_EQ(tree.noSplitClasses, std::vector<std::string>{"MistralDecoderLayer"});
+    EXPECT_EQ(tree.parameterBytes(), 4 * tree.parameterCount());
+}
+
+TEST(ModuleTree, TinyChatGlmFullListing)
+{
+    const json config = {{"model_type", "chatglm"},    {"vocab_size", 16},         {"hidden_size", 8},
+                         {"num_layers", 1},            {"num_attention_heads", 2}, {"inner_hidden_size", 20},
+                         {"torch_dtype", "float16"},   {"position_encoding_2d", true}};
+    const ModuleTree tree = moduleTreeFromConfig(config, "cfg.json");
+    EXPECT_EQ(dump(tree), R"( ChatGLMForConditionalGeneration
+transformer ChatGLMModel
+transformer.word_embeddings Embedding
+  weight [16,8]
+transformer.layers ModuleList
+transformer.layers.0 GLMBlock noSplit
+transformer.layers.0.input_layernorm LayerNorm
+  weight [8]
+  bias [8]
+transformer.layers.0.attention SelfAttention
+transformer.layers.0.attention.query_key_value Linear
+  weight [24,8]
+  bias [24]
+transformer.layers.0.attention.dense Linear
+  weight [8,8]
+  bias [8]
+transformer.layers.0.post_attention_layernorm LayerNorm
+  weight [8]
+  bias [8]
+transformer.layers.0.mlp GLU
+transformer.layers.0.mlp.dense_h_to_4h Linear
+  weight [20,8]
+  bias [20]
+transformer.layers.0.mlp.dense_4h_to_h Linear
+  weight [8,20]
+  bias [8]
+transformer.final_layernorm LayerNorm
+  weight [8]
+  bias [8]
+lm_head Linear
+  weight [16,8] tied transformer.word_embeddings.weight
+)");
+    expectAllDtypes(tree, "float16");
+    EXPECT_EQ(tree.noSplitClasses, std::vector<std::string>{"GLMBlock"});
+    EXPECT_EQ(tree.tiedParameters,
+              (std::vector<std::vector<std::string>>{{"lm_head.weight", "transformer.word_embeddings.weight"}}));
+    EXPECT_EQ(tree.parameterCount(), 128 + (16 + 216 + 72 + 16 + 180 + 168) + 16);
+
+    json untied = config;
+    untied["tie_word_embeddings"] = false;
+    untied["inner_hidden_size"] = nullptr; // null means 4 × hidden_size
+    const ModuleTree separate = moduleTreeFromConfig(untied, "cfg.json");
+    EXPECT_TRUE(separate.tiedParameters.empty());
+    EXPECT_TRUE(separate.find("lm_head")->parameters.front().tiedTo.empty());
+    EXPECT_EQ(separate.find("transformer.layers.0.mlp.dense_h_to_4h")->parameters.front().shape,
+              (std::vector<int64_t>{32, 8}));
+}
+
+TEST(ModuleTree, TinyGpt2FullListingWithConv1DWeightsInOut)
+{
+    const json config = {{"model_type", "gpt2"}, {"vocab_size", 16}, {"n_embd", 8},     {"n_layer", 1},
+                         {"n_head", 2},          {"n_positions", 6}, {"n_inner", nullptr}};
+    const ModuleTree tree = moduleTreeFromConfig(config, "cfg.json");
+    EXPECT_EQ(dump(tree), R"( GPT2LMHeadModel
+transformer GPT2Model
+transformer.wte Embedding
+  weight [16,8]
+transformer.wpe Embedding
+  weight [6,8]
+transformer.h ModuleList
+transformer.h.0 GPT2Block noSplit
+transformer.h.0.ln_1 LayerNorm
+  weight [8]
+  bias [8]
+transformer.h.0.attn GPT2Attention
+transformer.h.0.attn.c_attn Conv1D
+  weight [8,24]
+  bias [24]
+transformer.h.0.attn.c_proj Conv1D
+  weight [8,8]
+  bias [8]
+transformer.h.0.ln_2 LayerNorm
+  weight [8]
+  bias [8]
+transformer.h.0.mlp GPT2MLP
+transformer.h.0.mlp.c_fc Conv1D
+  weight [8,32]
+  bias [32]
+transformer.h.0.mlp.c_proj Conv1D
+  weight [32,8]
+  bias [8]
+transformer.ln_f LayerNorm
+  weight [8]
+  bias [8]
+lm_head Linear
+  weight [16,8] tied transformer.wte.weight
+)");
+    expectAllDtypes(tree, "float32");
+    EXPECT_EQ(tree.noSplitClasses, std::vector<std::string>{"GPT2Block"});
+    EXPECT_EQ(tree.tiedParameters, (std::vector<std::vector<std::string>>{{"lm_head.weight", "transformer.wte.weight"}}));
+    EXPECT_EQ(tree.parameterCount(), 128 + 48 + (16 + 216 + 72 + 16 + 288 + 264) + 16);
+}
+
+// Published config.json files; the counts are those of the released checkpoints.
+TEST(ModuleTree, RealConfigsHaveThePublishedParameterCounts)
+{
+    struct Case {
+        const char *file;
+        int64_t parameters;
+        const char *dtype;
+        const char *noSplit;
+        bool tied;
+    };
+    for (const Case &c : {
+             Case{"llama-2-7b.json", 6'738'415'616, "float16", "LlamaDecoderLayer", false},
+             Case{"llama-3.1-8b.json", 8'030'261'248, "bfloat16", "LlamaDecoderLayer", false},
+             Case{"mistral-7b-v0.1.json", 7'241'732'096, "bfloat16", "MistralDecoderLayer", false},
+             Case{"qwen2-0.5b.json", 494'032'768, "bfloat16", "Qwen2DecoderLayer", true},
+             Case{"gpt2.json", 124'439'808, "float32", "GPT2Block", true},
+             Case{"chatglm-6b.json", 6'173'286'400, "float16", "GLMBlock", true},
+         }) {
+        const ModuleTree tree = moduleTreeFromFolder(kConfigs / c.file);
+        EXPECT_EQ(tree.parameterCount(), c.parameters) << c.file;
+        EXPECT_EQ(tree.dtype, c.dtype) << c.file;
+        EXPECT_EQ(tree.parameterBytes(), c.parameters * engine::model::dtypeSize(c.dtype)) << c.file;
+        EXPECT_EQ(tree.noSplitClasses, std::vector<std::string>{c.noSplit}) << c.file;
+        EXPECT_EQ(tree.tiedParameters.size(), c.tied ? 1u : 0u) << c.file;
+        int64_t sum = 0;
+        for (const auto &p : tree.namedParameters())
+            sum += p.info.numel();
+        EXPECT_EQ(sum, c.parameters) << c.file;
+    }
+}
+
+TEST(ModuleTree, RealConfigSubtreesAndLlamaConfigAgree)
+{
+    const ModuleTree llama = moduleTreeFromFolder(kConfigs / "llama-2-7b.json");
+    // 4 × 4096² + 3 × 4096 × 11008 + 2 × 4096
+    EXPECT_EQ(llama.find("model.layers.31")->parameterCount(), 202'383'360);
+    EXPECT_EQ(llama.find("model.layers.31")->parameterBytes(), 2 * 202'383'360);
+    EXPECT_TRUE(llama.find("model.layers.31")->noSplit);
+    EXPECT_FALSE(llama.find("model.layers")->noSplit);
+    EXPECT_EQ(llama.find("model.layers.31.mlp.down_proj")->parameters.front().shape, (std::vector<int64_t>{4096, 11008}));
+    EXPECT_EQ(llama.find("model.layers.32"), nullptr);
+    EXPECT_EQ(llama.find("model.layers.3.self_attn.x_proj"), nullptr);
+    EXPECT_EQ(llama.find("model.lay"), nullptr);
+    EXPECT_EQ(llama.find(""), &llama.root);
+    EXPECT_EQ(llama.root.children.size(), 2u);
+    EXPECT_EQ(llama.find("model")->children.size(), 3u);
+
+    const ModuleTree mistral = moduleTreeFromFolder(kConfigs / "mistral-7b-v0.1.json");
+    EXPECT_EQ(mistral.find("model.layers.0.self_attn.k_proj")->parameters.front().shape,
+              (std::vector<int64_t>{1024, 4096}));
+
+    const ModuleTree qwen = moduleTreeFromFolder(kConfigs / "qwen2-0.5b.json");
+    EXPECT_EQ(qwen.find("model.layers.0.self_attn.k_proj")->parameters.at(1).shape, (std::vector<int64_t>{128}));
+    EXPECT_EQ(qwen.find("model.layers.0.self_attn.o_proj")->parameters.size(), 1u) << "no o_proj bias";
+
+    const ModuleTree gpt2 = moduleTreeFromFolder(kConfigs / "gpt2.json");
+    EXPECT_EQ(gpt2.find("transformer.h.11.attn.c_attn")->parameters.front().shape, (std::vector<int64_t>{768, 2304}));
+    EXPECT_EQ(gpt2.find("transformer.h.11")->parameterCount(), 7'087'872);
+
+    const ModuleTree glm = moduleTreeFromFolder(kConfigs / "chatglm-6b.json");
+    EXPECT_EQ(glm.find("transformer.layers.27")->parameterCount(), 201'379'840);
+
+    for (const char *file : {"llama-2-7b.json", "llama-3.1-8b.json", "mistral-7b-v0.1.json", "qwen2-0.5b.json"}) {
+        const auto config = engine::model::LlamaConfig::fromFile(kConfigs / file);
+        EXPECT_EQ(config.parameterCount(), moduleTreeFromFolder(kConfigs / file).parameterCount()) << file;
+    }
+}
+
+TEST(ModuleTree, FromFolderReadsConfigJson)
+{
+    const auto dir = std::filesystem::temp_directory_path() / ("tunebench-moduletree-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    std::filesystem::copy_file(kConfigs / "gpt2.json", dir / "config.json",
+                               std::filesystem::copy_options::overwrite_existing);
+    EXPECT_EQ(moduleTreeFromFolder(dir).parameterCount(), 124'439'808);
+    std::filesystem::remove(dir / "config.json");
+    try {
+        moduleTreeFromFolder(dir);
+        FAIL() << "read a folder without config.json";
+    } catch (const engine::Error &e) {
+        EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove_all(dir);
+}
+
+TEST(ModuleTree, RefusesWhatItCannotLayOutByName)
+{
+    expectRefused(json{{"model_type", "falcon"}, {"hidden_size", 8}}, "model_type", "falcon");
+    expectRefused(json{{"hidden_size", 8}}, "model_type", "missing");
+    expectRefused(json{{"model_type", "gpt2"}, {"torch_dtype", "int4"}}, "torch_dtype", "int4");
+    expectRefused(json{{"model_type", "gpt2"}, {"torch_dtype", 16}}, "torch_dtype", "string");
+    expectRefused(json{{"model_type", "gpt2"}, {"n_embd", 10}, {"n_head", 4}}, "n_head", "does not divide");
+    expectRefused(json{{"model_type", "gpt2"}, {"add_cross_attention", true}}, "add_cross_attention", "cross");
+    expectRefused(json{{"model_type", "gpt2"}, {"n_layer", "12"}}, "n_layer", "integer");
+    expectRefused(json{{"model_type", "chatglm"}, {"quantization_bit", 4}}, "quantization_bit", "quantized");
+    expectRefused(json{{"model_type", "chatglm"}, {"pre_seq_len", 128}}, "pre_seq_len", "prefix");
+    expectRefused(json{{"model_type", "chatglm"}, {"padded_vocab_size", 65024}, {"ffn_hidden_size", 13696}},
+                  "padded_vocab_size", "ChatGLM2");
+    json yarn = tinyLlama();
+    yarn["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+    expectRefused(yarn, "rope_scaling.rope_type", "yarn");
+    json bias = tinyLlama();
+    bias["mlp_bias"] = true;
+    expectRefused(bias, "mlp_bias", "not supported");
+    // transformers 5 writes "dtype" instead of "torch_dtype".
+    EXPECT_EQ(moduleTreeFromConfig(json{{"model_type", "gpt2"}, {"dtype", "bfloat16"}}, "cfg.json").dtype, "bfloat16");
+}
