@@ -1,6 +1,7 @@
 // `tunebench generate`: text from a saved model, streamed as it is generated.
 
 #include "app/cli/command.h"
+#include "app/cli/modelcommandsupport.h"
 
 #include "engine/core/error.h"
 #include "engine/infer/inference.h"
@@ -39,7 +40,7 @@ public:
 
     int run() override
     {
-        try {
+        return reportingErrors([this] {
             std::function<void(const std::string &)> stream;
             if (!m_json) {
                 std::fputs(m_request.prompt.c_str(), stdout);
@@ -57,14 +58,8 @@ public:
                 std::printf("\n");
                 std::fprintf(stderr, "tunebench: %zu tokens (%s)\n", result.newIds.size(), result.stopReason.c_str());
             }
-            return ExitOk;
-        } catch (const engine::Error &e) {
-            std::fprintf(stderr, "tunebench: %s\n", e.what());
-            return ExitFailed;
-        } catch (const std::exception &e) {
-            std::fprintf(stderr, "tunebench: internal error: %s\n", e.what());
-            return ExitFailed;
-        }
+            return static_cast<int>(ExitOk);
+        });
     }
 
 private:

@@ -2,8 +2,11 @@
 
 #include "engine/core/error.h"
 
+#include "app/cli/command.h"
+
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 
 namespace app::cli {
 
@@ -30,6 +33,18 @@ std::vector<int64_t> parseIdList(const std::string &text, const std::string &opt
         pos = end + 1;
     }
     return ids;
+}
+
+int reportingErrors(const std::function<int()> &body)
+{
+    try {
+        return body();
+    } catch (const engine::Error &e) {
+        std::fprintf(stderr, "tunebench: %s\n", e.what());
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "tunebench: internal error: %s\n", e.what());
+    }
+    return ExitFailed;
 }
 
 } // namespace app::cli

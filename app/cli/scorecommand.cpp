@@ -38,7 +38,7 @@ public:
 
     int run() override
     {
-        try {
+        return reportingErrors([this] {
             engine::infer::ScoreRequest request = m_request;
             if (!m_ids.empty())
                 request.ids = parseIdList(m_ids, "--ids");
@@ -55,14 +55,8 @@ public:
                 std::printf("%zu tokens, %zu scored\nmean loss %.4f nats/token, perplexity %.3f\n", result.ids.size(),
                             result.logprobs.size(), result.meanLoss, result.perplexity);
             }
-            return ExitOk;
-        } catch (const engine::Error &e) {
-            std::fprintf(stderr, "tunebench: %s\n", e.what());
-            return ExitFailed;
-        } catch (const std::exception &e) {
-            std::fprintf(stderr, "tunebench: internal error: %s\n", e.what());
-            return ExitFailed;
-        }
+            return static_cast<int>(ExitOk);
+        });
     }
 
 private:

@@ -1,6 +1,7 @@
 // The headless CLI, run as a user would: a child process per command.
 
 #include "engine/store/runstore.h"
+#include "support/cliprocess.h"
 #include "support/tempdir.h"
 
 #include <gtest/gtest.h>
@@ -21,19 +22,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct ProcessResult {
-    int exitCode = -1;
-    std::string out;
-    std::string err;
-};
-
-std::string slurp(const fs::path &path)
-{
-    std::ifstream in(path);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+using testing_support::ProcessResult;
 
 class CliTest : public ::testing::Test {
 protected:
@@ -50,47 +39,14 @@ protected:
         s_dir = nullptr;
     }
 
-    /// Starts `tunebench args...` with stdout/stderr captured to files; returns the pid.
-    pid_t spawn(const std::vector<std::string> &args, const std::string &tag)
+    testing_support::ChildProcess spawn(const std::vector<std::string> &args, const std::string &tag)
     {
-        const fs::path out = s_dir->path() / (tag + ".out");
-        const fs::path err = s_dir->path() / (tag + ".err");
-        const pid_t pid = ::fork();
-        if (pid == 0) {
-            const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            ::dup2(o, 1);
-            ::dup2(e, 2);
-            ::unsetenv("DISPLAY");
-            ::unsetenv("WAYLAND_DISPLAY");
-            ::unsetenv("QT_QPA_PLATFORM");
-            std::vector<char *> argv;
-            std::string binary = TUNEBENCH_CLI;
-            argv.push_back(binary.data());
-            std::vector<std::string> copy = args;
-            for (auto &a : copy)
-                argv.push_back(a.data());
-            argv.push_back(nullptr);
-            ::execv(binary.c_str(), argv.data());
-            ::_exit(127);
-        }
-        return pid;
-    }
-
-    ProcessResult finish(pid_t pid, const std::string &tag)
-    {
-        int status = 0;
-        ::waitpid(pid, &status, 0);
-        ProcessResult r;
-        r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        r.out = slurp(s_dir->path() / (tag + ".out"));
-        r.err = slurp(s_dir->path() / (tag + ".err"));
-        return r;
+        return testing_support::spawnProcess(TUNEBENCH_CLI, args, s_dir->path(), tag);
     }
 
     ProcessResult run(const std::vector<std::string> &args, const std::string &tag = "cmd")
     {
-        return finish(spawn(args, tag), tag);
+        return testing_support::runProcess(TUNEBENCH_CLI, args, s_dir->path(), tag);
     }
 
     std::vector<std::string> trainArgs(const std::string &db, int steps)
@@ -193,13 +149,13 @@ TEST_F(CliTest, BadSettingsGiveOneClearMessageAndNoRun)
 TEST_F(CliTest, SigkillMidRunLeavesAnIntactDatabaseAndAnInterruptedRun)
 {
     const std::string store = db("killed.sqlite3");
-    const pid_t pid = spawn(trainArgs(store, 100000), "killed");
+    const auto child = spawn(trainArgs(store, 100000), "killed");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while (storedLossSteps(store) < 5 && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     ASSERT_GE(storedLossSteps(store), 5) << "the child never committed metrics";
-    ::kill(pid, SIGKILL);
-    const ProcessResult r = finish(pid, "killed");
+    ::kill(child.pid, SIGKILL);
+    const ProcessResult r = testing_support::finishProcess(child);
     EXPECT_EQ(r.exitCode, 128 + SIGKILL);
 
     sqlite3 *raw = nullptr;
@@ -227,12 +183,12 @@ TEST_F(CliTest, SigkillMidRunLeavesAnIntactDatabaseAndAnInterruptedRun)
 TEST_F(CliTest, CtrlCStopsAtAStepBoundaryAndKeepsTheRun)
 {
     const std::string store = db("interrupted.sqlite3");
-    const pid_t pid = spawn(trainArgs(store, 100000), "sigint");
+    const auto child = spawn(trainArgs(store, 100000), "sigint");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while (storedLossSteps(store) < 3 && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    ::kill(pid, SIGINT);
-    const ProcessResult r = finish(pid, "sigint");
+    ::kill(child.pid, SIGINT);
+    const ProcessResult r = testing_support::finishProcess(child);
     EXPECT_EQ(r.exitCode, 130) << r.err;
     EXPECT_NE(r.out.find("cancelled"), std::string::npos) << r.out;
     auto s = engine::store::RunStore::open(store);

@@ -1,27 +1,20 @@
 // `tunebench tokenize`, run as a user would: a child process per command.
 
 #include "engine/core/atomicfile.h"
+#include "support/cliprocess.h"
 #include "support/tempdir.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
-#include <sstream>
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct ProcessResult {
-    int exitCode = -1;
-    std::string out;
-    std::string err;
-};
+using testing_support::ProcessResult;
 
 fs::path fixture(const std::string &name) { return fs::path(TUNEBENCH_TEST_DATA) / "tokenize" / name; }
 
@@ -31,33 +24,7 @@ protected:
 
     ProcessResult run(const std::vector<std::string> &args)
     {
-        const fs::path out = m_dir->path() / "out.txt";
-        const fs::path err = m_dir->path() / "err.txt";
-        const pid_t pid = ::fork();
-        if (pid == 0) {
-            const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            ::dup2(o, 1);
-            ::dup2(e, 2);
-            ::unsetenv("DISPLAY");
-            ::unsetenv("WAYLAND_DISPLAY");
-            ::unsetenv("QT_QPA_PLATFORM");
-            std::string binary = TUNEBENCH_CLI;
-            std::vector<std::string> copy = args;
-            std::vector<char *> argv{binary.data()};
-            for (auto &a : copy)
-                argv.push_back(a.data());
-            argv.push_back(nullptr);
-            ::execv(binary.c_str(), argv.data());
-            ::_exit(127);
-        }
-        int status = 0;
-        ::waitpid(pid, &status, 0);
-        ProcessResult r;
-        r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        r.out = engine::readFile(out);
-        r.err = engine::readFile(err);
-        return r;
+        return testing_support::runProcess(TUNEBENCH_CLI, args, m_dir->path());
     }
 
     std::unique_ptr<testing_support::TempDir> m_dir;

@@ -1,0 +1,89 @@
+#pragma once
+// Test helpers for torch tests (header-only; include only from TORCH tests): tiny LLaMA-family
+// configs, random models, and the seed-free formula weights that tests/engine/model/reference_llama.py
+// computes the same way.
+
+#include "engine/model/llamaconfig.h"
+#include "engine/model/llamamodel.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace testing_support {
+
+/// vocab 64, hidden 32, intermediate 48, 2 layers, 4 heads, `kvHeads` kv heads, 64 positions.
+inline engine::model::LlamaConfig tinyLlama(const std::string &modelType = "llama", bool tied = false,
+                                            int64_t kvHeads = 2)
+{
+    engine::model::LlamaConfig c;
+    c.modelType = modelType;
+    c.vocabSize = 64;
+    c.hiddenSize = 32;
+    c.intermediateSize = 48;
+    c.numHiddenLayers = 2;
+    c.numAttentionHeads = 4;
+    c.numKeyValueHeads = kvHeads;
+    c.maxPositionEmbeddings = 64;
+    c.rmsNormEps = 1e-5;
+    c.tieWordEmbeddings = tied;
+    c.initializerRange = 0.2;
+    return c;
+}
+
+/// Random weights (initializeWeights(seed)); 1-D parameters (norm weights, biases) perturbed so they matter.
+inline engine::model::LlamaForCausalLM randomLlama(const engine::model::LlamaConfig &config, uint64_t seed = 7)
+{
+    engine::model::LlamaForCausalLM model(config);
+    model->initializeWeights(seed);
+    torch::NoGradGuard noGrad;
+    torch::manual_seed(seed);
+    for (auto &p : model->parameters()) {
+        if (p.dim() == 1)
+            p.add_(0.2 * torch::randn(p.sizes()));
+    }
+    return model;
+}
+
+/// Parameter number `index` (registration order) from the formula of reference_llama.py's formula_weight.
+inline void setFormulaWeights(engine::model::LlamaForCausalLM &model)
+{
+    torch::NoGradGuard noGrad;
+    int index = 0;
+    for (auto &item : model->named_parameters()) {
+        torch::Tensor &p = item.value();
+        const bool isBias = item.key().ends_with(".bias");
+        std::vector<float> values(static_cast<size_t>(p.numel()));
+        for (size_t k = 0; k < values.size(); ++k) {
+            if (isBias)
+                values[k] = float(0.1 * std::sin(0.53 * double(k) + index));
+            else if (p.dim() == 1)
+                values[k] = float(1.0 + 0.1 * std::cos(0.37 * double(k) + index));
+            else
+                values[k] = float(0.2 * std::sin(0.37 * double(k) + 1.3 * index));
+        }
+        p.copy_(torch::tensor(values).view(p.sizes()));
+        ++index;
+    }
+}
+
+/// Element k of a LoRA matrix number `index` (reference_llama.py's formula_lora): A rows, then B.
+inline torch::Tensor formulaLora(int64_t rows, int64_t cols, int index, bool isB)
+{
+    std::vector<float> values(static_cast<size_t>(rows * cols));
+    for (size_t k = 0; k < values.size(); ++k) {
+        values[k] = isB ? float(0.3 * std::cos(0.43 * double(k) + 0.7 * index))
+                        : float(0.3 * std::sin(0.71 * double(k) + 1.1 * index));
+    }
+    return torch::tensor(values).view({rows, cols});
+}
+
+inline double maxAbsDiff(const torch::Tensor &a, const torch::Tensor &b)
+{
+    return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
+}
+
+} // namespace testing_support
