@@ -20,6 +20,16 @@ bool isInside(const std::filesystem::path &root, const std::filesystem::path &ca
     return rootEnd == root.end();
 }
 
+/// Where a shard's symbolic link may lead: the model folder itself and, for a Hugging Face hub
+/// cache snapshot (<repo>/snapshots/<revision>/ whose files link to <repo>/blobs/), the repo's blobs.
+bool allowedTarget(const std::filesystem::path &canonicalFolder, const std::filesystem::path &resolved)
+{
+    if (isInside(canonicalFolder, resolved))
+        return true;
+    const std::filesystem::path snapshots = canonicalFolder.parent_path();
+    return snapshots.filename() == "snapshots" && isInside(snapshots.parent_path() / "blobs", resolved);
+}
+
 /// Checks one weight_map value and returns the shard's path (folder / entry).
 std::filesystem::path checkShard(const std::string &tensor, const std::string &entry, const std::filesystem::path &folder,
                                  const std::filesystem::path &canonicalFolder, const std::string &label)
@@ -38,9 +48,10 @@ std::filesystem::path checkShard(const std::string &tensor, const std::string &e
     const std::filesystem::path resolved = std::filesystem::canonical(shard, ec);
     if (ec)
         throw invalidInput(where + " names a shard that does not exist");
-    if (!isInside(canonicalFolder, resolved))
+    if (!allowedTarget(canonicalFolder, resolved))
         throw invalidInput(where + " resolves (through a symbolic link) to " + resolved.string()
-                           + ", outside the model folder (shards must be inside it)");
+                           + ", outside the model folder (shards must be inside it, or in the blobs of a "
+                             "Hugging Face cache snapshot)");
     if (!std::filesystem::is_regular_file(resolved, ec))
         throw invalidInput(where + " is not a regular file");
     return shard;

@@ -126,6 +126,33 @@ TEST(ShardIndex, WeightMapEntriesMustStayInsideTheModelFolder)
     EXPECT_EQ(loadCheckpoint(model).size(), 1u);
 }
 
+// Regression: the Hugging Face hub cache keeps snapshot files as symbolic links into the repo's
+// blobs/ (models--org--name/snapshots/<rev>/x -> ../../blobs/<sha>); such folders must load.
+TEST(ShardIndex, HubCacheSnapshotLinksIntoBlobsAreAccepted)
+{
+    testing_support::TempDir dir("io-hub-cache");
+    const auto staging = dir / "staging";
+    writeShardedSafetensors(staging, smallModel(), 2048);
+    const auto repo = dir / "models--org--tiny";
+    const auto snapshot = repo / "snapshots" / "0123abcd";
+    std::filesystem::create_directories(repo / "blobs");
+    std::filesystem::create_directories(snapshot);
+    int blob = 0;
+    for (const auto &entry : std::filesystem::directory_iterator(staging)) {
+        const auto target = repo / "blobs" / ("blob" + std::to_string(blob++));
+        std::filesystem::copy_file(entry.path(), target);
+        std::filesystem::create_symlink(std::filesystem::path("../../blobs") / target.filename(),
+                                        snapshot / entry.path().filename());
+    }
+    EXPECT_EQ(loadCheckpoint(snapshot).size(), smallModel().size());
+
+    // A link out of the repo altogether is still refused.
+    std::filesystem::copy_file(staging / "model-00001-of-00003.safetensors", dir / "elsewhere.safetensors");
+    std::filesystem::remove(snapshot / "model-00001-of-00003.safetensors");
+    std::filesystem::create_symlink(dir / "elsewhere.safetensors", snapshot / "model-00001-of-00003.safetensors");
+    expectError([&] { locateCheckpoint(snapshot); }, engine::ErrorKind::InvalidInput, "outside the model folder");
+}
+
 TEST(ShardIndex, TensorListedInTheIndexMustBeInItsShard)
 {
     testing_support::TempDir dir("io-missing-tensor");
