@@ -9,6 +9,8 @@ if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   # The precompiled torch header needs these to be cacheable.
   export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+  # Paths relative to the checkout, so a fresh clone elsewhere (CI) hits the same cache.
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 fi
 generator=()
 if [[ ! -f "$build_dir/CMakeCache.txt" ]] && command -v ninja >/dev/null; then

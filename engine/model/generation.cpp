@@ -141,8 +141,11 @@ std::vector<double> scoreLogprobs(LlamaForCausalLM &model, const std::vector<int
     if (ids.size() < 2)
         throw invalidInput("scoring needs at least 2 tokens (got " + std::to_string(ids.size()) + ")");
     checkIds(ids, config, "ids");
-    if (static_cast<int64_t>(ids.size()) > config.maxPositionEmbeddings) {
-        throw invalidInput(std::to_string(ids.size()) + " tokens are more than the model's max_position_embeddings = "
+    // The last token is only predicted, never fed: n tokens need n - 1 positions (the same bound
+    // generation works to).
+    if (static_cast<int64_t>(ids.size()) - 1 > config.maxPositionEmbeddings) {
+        throw invalidInput(std::to_string(ids.size()) + " tokens need " + std::to_string(ids.size() - 1)
+                           + " positions, more than the model's max_position_embeddings = "
                            + std::to_string(config.maxPositionEmbeddings));
     }
     torch::NoGradGuard noGrad;

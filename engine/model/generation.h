@@ -44,7 +44,7 @@ GenerationResult generate(LlamaForCausalLM &model, const std::vector<int64_t> &p
 
 /// log p(ids[t+1] | ids[0..t]) for t = 0..n-2, computed in float32 in one forward pass without grad.
 /// Throws Error(InvalidInput) when ids has fewer than 2 tokens, an id is out of the vocabulary, or the
-/// sequence is longer than max_position_embeddings.
+/// sequence needs more than max_position_embeddings positions (n - 1 of them are fed).
 std::vector<double> scoreLogprobs(LlamaForCausalLM &model, const std::vector<int64_t> &ids);
 
 /// Picks the next token from one row of logits [vocab] (float32) under the options.

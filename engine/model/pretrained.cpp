@@ -100,8 +100,7 @@ LlamaForCausalLM loadPretrained(const fs::path &folder, const LoadOptions &optio
 
 void savePretrained(LlamaForCausalLM &model, const fs::path &folder, std::uint64_t maxShardBytes)
 {
-    nlohmann::json config = model->config().toJson();
-    config["architectures"] = {"LlamaForCausalLM"};
+    nlohmann::json config = model->config().toJson(); // architectures: LlamaForCausalLM, Qwen2ForCausalLM, ...
     const auto dtype = model->parameters().front().scalar_type();
     config["torch_dtype"] = dtype == torch::kBFloat16 ? "bfloat16" : dtype == torch::kHalf ? "float16" : "float32";
 
@@ -145,6 +144,11 @@ int applyPeftLoraAdapter(LlamaForCausalLM &model, const fs::path &adapterFolder)
         throw invalidInput(configPath.string() + ": bias " + field("bias").dump() + " is not supported (only \"none\")");
     if (field("modules_to_save").is_array() && !field("modules_to_save").empty())
         throw invalidInput(configPath.string() + ": modules_to_save is not supported");
+    // Per-module ranks or alphas would give some modules another scale than alpha / r.
+    for (const char *pattern : {"rank_pattern", "alpha_pattern"}) {
+        if (field(pattern).is_object() && !field(pattern).empty())
+            throw invalidInput(configPath.string() + ": " + pattern + " is not supported");
+    }
     const double r = static_cast<double>(field("r").get<int64_t>());
     const double alpha = field("lora_alpha").get<double>();
     const bool rslora = field("use_rslora").is_boolean() && field("use_rslora").get<bool>();
@@ -168,7 +172,7 @@ int applyPeftLoraAdapter(LlamaForCausalLM &model, const fs::path &adapterFolder)
     if (pairs.empty())
         throw invalidInput(weightsPath.string() + ": holds no LoRA weights");
 
-    torch::NoGradGuard noGrad;
+    // Check every module before merging any, so that a refused adapter leaves the model unchanged.
     for (const auto &[module, ab] : pairs) {
         const auto &[a, b] = ab;
         if (!a.defined() || !b.defined())
@@ -181,6 +185,15 @@ int applyPeftLoraAdapter(LlamaForCausalLM &model, const fs::path &adapterFolder)
             throw invalidInput(weightsPath.string() + ": module '" + module + "': lora_A " + shapeText(a.sizes())
                                + " and lora_B " + shapeText(b.sizes()) + " do not fit its weight " + shapeText(w.sizes()));
         }
+        if (a.size(0) != static_cast<int64_t>(r)) {
+            throw invalidInput(weightsPath.string() + ": module '" + module + "' has rank " + std::to_string(a.size(0))
+                               + " but adapter_config.json gives r = " + std::to_string(static_cast<int64_t>(r)));
+        }
+    }
+    torch::NoGradGuard noGrad;
+    for (const auto &[module, ab] : pairs) {
+        const auto &[a, b] = ab;
+        torch::Tensor &w = parameters.at(module + ".weight");
         w.add_(torch::matmul(b, a).mul_(scale).to(w.scalar_type()));
     }
     return static_cast<int>(pairs.size());

@@ -35,7 +35,8 @@ void savePretrained(LlamaForCausalLM &model, const std::filesystem::path &folder
 /// Applies a PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors) by merging
 /// W += (lora_alpha / r) * B @ A (alpha / sqrt(r) with use_rslora) into each targeted Linear.
 /// Refuses, by name, what it cannot apply exactly: DoRA, fan_in_fan_out, biases other than "none",
-/// modules_to_save, a module that is not in the model, shapes that do not fit.
+/// modules_to_save, rank_pattern / alpha_pattern, a module that is not in the model, shapes that do
+/// not fit, a rank other than r. Every module is checked before any is merged.
 /// Returns the number of merged modules.
 int applyPeftLoraAdapter(LlamaForCausalLM &model, const std::filesystem::path &adapterFolder);
 

@@ -13,9 +13,20 @@ the SwiGLU MLP; shares no code with the C++ model.
                                           OUT: {"logits": [[[..]]]}; CASE may be a list of
                                           cases, OUT is then the list of their results.
   reference_llama.py --golden OUT.json    writes the checked-in golden file (formula weights).
+  reference_llama.py --score CASES.json OUT.json
+                                          CASES: [{"model_dir": folder, "ids": [..], "adapter_dir": folder?}];
+                                          reads config.json and the weights as a model folder holds them
+                                          (model.safetensors, or shards + model.safetensors.index.json; F32,
+                                          BF16, F16, F64) with its own safetensors parser, merges a PEFT LoRA
+                                          adapter as W + scale * B @ A, and writes
+                                          [{"logprobs": [log p(ids[t+1] | ids[..t])]}].
+  reference_llama.py --score-golden OUT.json
+                                          writes tests/data/score/score_golden.json (formula weights).
 """
 import json
 import math
+import os
+import struct
 import sys
 
 import torch
@@ -242,7 +253,192 @@ def golden_cases():
     ]
 
 
+# --- Model folders (safetensors written from the specification, no shared code) ------------------
+
+def read_safetensors(path):
+    """name -> float64 tensor, parsed from the format: u64 LE header length, JSON header, data buffer."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n].decode("utf-8"))
+    data = blob[8 + n:]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        raw = bytearray(data[begin:end])
+        shape = info["shape"]
+        dtype = info["dtype"]
+        if dtype == "F32":
+            t = torch.frombuffer(raw, dtype=torch.float32) if raw else torch.zeros(0)
+        elif dtype == "F64":
+            t = torch.frombuffer(raw, dtype=torch.float64) if raw else torch.zeros(0)
+        elif dtype == "BF16":
+            # bfloat16 is the top half of a float32: widen the bits by hand.
+            bits = [struct.unpack_from("<H", raw, 2 * i)[0] << 16 for i in range(len(raw) // 2)]
+            t = torch.tensor(struct.unpack(f"<{len(bits)}f", struct.pack(f"<{len(bits)}I", *bits)), dtype=DT)
+        elif dtype == "F16":
+            t = torch.tensor(struct.unpack(f"<{len(raw) // 2}e", bytes(raw)), dtype=DT)
+        else:
+            raise ValueError(f"{path}: tensor {name} has dtype {dtype}")
+        assert t.numel() == math.prod(shape), f"{path}: {name}"
+        out[name] = t.to(DT).reshape(shape)
+    return out
+
+
+def read_checkpoint(folder):
+    single = os.path.join(folder, "model.safetensors")
+    if os.path.exists(single):
+        return read_safetensors(single)
+    with open(os.path.join(folder, "model.safetensors.index.json")) as f:
+        weight_map = json.load(f)["weight_map"]
+    out = {}
+    for shard in sorted(set(weight_map.values())):
+        tensors = read_safetensors(os.path.join(folder, shard))
+        for name, file in weight_map.items():
+            if file == shard:
+                out[name] = tensors[name]
+    return out
+
+
+def lora_scale(adapter_cfg):
+    r, alpha = adapter_cfg["r"], adapter_cfg["lora_alpha"]
+    return alpha / math.sqrt(r) if adapter_cfg.get("use_rslora") else alpha / r
+
+
+def merge_lora(weights, adapter_cfg, lora):
+    """lora: {module: (A [r, in], B [out, r])}; W + scale * B @ A in float64."""
+    scale = lora_scale(adapter_cfg)
+    for module, (a, b) in lora.items():
+        weights[module + ".weight"] = weights[module + ".weight"] + scale * (b.to(DT) @ a.to(DT))
+
+
+def read_adapter(folder):
+    with open(os.path.join(folder, "adapter_config.json")) as f:
+        cfg = json.load(f)
+    lora = {}
+    for key, t in read_safetensors(os.path.join(folder, "adapter_model.safetensors")).items():
+        assert key.startswith("base_model.model."), key
+        module, kind = key[len("base_model.model."):].rsplit(".lora_", 1)
+        a, b = lora.get(module, (None, None))
+        lora[module] = (t, b) if kind.startswith("A") else (a, t)
+    return cfg, lora
+
+
+def checked_weights(cfg, weights):
+    out = {}
+    for name, shape in parameter_shapes(cfg):
+        assert name in weights, f"missing {name}"
+        assert tuple(weights[name].shape) == tuple(shape), f"{name}: {tuple(weights[name].shape)} != {shape}"
+        out[name] = weights[name]
+    return out
+
+
+def score(cfg, weights, ids):
+    logits = forward(cfg, weights, torch.tensor([ids[:-1]], dtype=torch.int64), 0)[0]
+    logprobs = torch.log_softmax(logits, dim=-1)
+    return [float(logprobs[t, ids[t + 1]]) for t in range(len(ids) - 1)]
+
+
+def score_folder(case):
+    with open(os.path.join(case["model_dir"], "config.json")) as f:
+        cfg = json.load(f)
+    weights = checked_weights(cfg, read_checkpoint(case["model_dir"]))
+    if case.get("adapter_dir"):
+        adapter_cfg, lora = read_adapter(case["adapter_dir"])
+        merge_lora(weights, adapter_cfg, lora)
+    return score(cfg, weights, case["ids"])
+
+
+def formula_lora(rows, cols, index, is_b):
+    """The LoRA matrices of the score golden cases (tests/support/tinymodels.h formulaLora)."""
+    n = rows * cols
+    if is_b:
+        values = [0.3 * math.cos(0.43 * k + 0.7 * index) for k in range(n)]
+    else:
+        values = [0.3 * math.sin(0.71 * k + 1.1 * index) for k in range(n)]
+    return torch.tensor(values, dtype=torch.float32).to(DT).reshape(rows, cols)
+
+
+def score_golden_cases():
+    def cfg(model_type="llama", tied=False, kv=2, **extra):
+        c = {"model_type": model_type, "vocab_size": 64, "hidden_size": 32, "intermediate_size": 48,
+             "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": kv,
+             "max_position_embeddings": 64, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+             "tie_word_embeddings": tied, "hidden_act": "silu"}
+        c.update(extra)
+        return c
+
+    def ids(c, n, salt=0):
+        return [(5 * j * j + 3 * j + 1 + salt) % c["vocab_size"] for j in range(n)]
+
+    llama3 = cfg(kv=1, head_dim=16, rope_theta=100.0,
+                 rope_scaling={"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 0.25,
+                               "high_freq_factor": 1.0, "original_max_position_embeddings": 8})
+    # The checked-in checkpoint tests/data/score/tiny-bf16: 1 layer, hidden 16, vocab 32, bf16, tied.
+    tiny = {"model_type": "llama", "vocab_size": 32, "hidden_size": 16, "intermediate_size": 24,
+            "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
+            "max_position_embeddings": 32, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+            "tie_word_embeddings": True, "hidden_act": "silu"}
+    lora = {"r": 4, "lora_alpha": 8.0, "use_rslora": False,
+            "modules": ["model.layers.0.self_attn.q_proj", "model.layers.1.self_attn.v_proj",
+                        "model.layers.1.mlp.down_proj"]}
+    return [
+        {"name": "untied_gqa", "config": cfg(), "ids": ids(cfg(), 12)},
+        {"name": "tied_mha", "config": cfg(tied=True, kv=4), "ids": ids(cfg(), 11, 1)},
+        {"name": "bf16_untied", "config": cfg(kv=1), "dtype": "bfloat16", "ids": ids(cfg(), 10, 2)},
+        {"name": "sharded", "config": cfg(kv=1), "shard_bytes": 12000, "ids": ids(cfg(), 9, 3)},
+        {"name": "qwen2_bias", "config": cfg("qwen2", kv=2, rope_theta=1000000.0, use_sliding_window=False),
+         "ids": ids(cfg(), 12, 4)},
+        {"name": "mistral_window", "config": cfg("mistral", kv=2, sliding_window=3), "ids": ids(cfg(), 12, 5)},
+        {"name": "llama3_rope_24", "config": llama3, "ids": ids(llama3, 24, 6)},
+        {"name": "lora", "config": cfg(), "ids": ids(cfg(), 12, 7), "adapter": lora},
+        {"name": "rslora_tied", "config": cfg(tied=True), "ids": ids(cfg(), 12, 8),
+         "adapter": dict(lora, r=2, lora_alpha=3.0, use_rslora=True)},
+        {"name": "tiny_bf16_checkpoint", "config": tiny, "dtype": "bfloat16", "checkpoint": "tiny-bf16",
+         "ids": ids(tiny, 16, 9)},
+    ]
+
+
+def run_score_golden_case(case):
+    cfg = case["config"]
+    weights = {}
+    for index, (name, shape) in enumerate(parameter_shapes(cfg)):
+        w = formula_weight(index, name, shape)
+        if case.get("dtype") == "bfloat16":
+            w = w.to(torch.float32).to(torch.bfloat16).to(DT)
+        weights[name] = w
+    adapter = case.get("adapter")
+    if adapter:
+        lora = {}
+        for i, module in enumerate(adapter["modules"]):
+            out_features, in_features = weights[module + ".weight"].shape
+            lora[module] = (formula_lora(adapter["r"], in_features, i, False),
+                            formula_lora(out_features, adapter["r"], i, True))
+        merge_lora(weights, adapter, lora)
+    return score(cfg, weights, case["ids"])
+
+
 def main(argv):
+    if len(argv) == 3 and argv[1] == "--score-golden":
+        cases = []
+        for case in score_golden_cases():
+            case["logprobs"] = [float(f"{x:.10g}") for x in run_score_golden_case(case)]
+            cases.append(case)
+        doc = {"about": "log p(ids[t+1] | ids[..t]) from tests/engine/model/reference_llama.py --score-golden "
+                        "(float64 reference, formula weights: formula_weight, formula_lora)", "cases": cases}
+        with open(argv[2], "w") as f:  # one case a line
+            f.write('{"about": ' + json.dumps(doc["about"]) + ',\n "cases": [\n')
+            f.write(",\n".join(json.dumps(c, separators=(",", ":")) for c in cases))
+            f.write("\n]}\n")
+        return 0
+    if len(argv) == 4 and argv[1] == "--score":
+        with open(argv[2]) as f:
+            cases = json.load(f)
+        with open(argv[3], "w") as f:
+            json.dump([{"logprobs": score_folder(c)} for c in cases], f)
+        return 0
     if len(argv) == 3 and argv[1] == "--golden":
         cases = []
         for case in golden_cases():
