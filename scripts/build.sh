@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds tunebench in Release into build/ (or $TUNEBENCH_BUILD_DIR).
 #   usage: scripts/build.sh [extra cmake -D options...]
+#   env:   TUNEBENCH_BUILD_DIR (default build), TUNEBENCH_TARGETS (default: everything)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${TUNEBENCH_BUILD_DIR:-build}
@@ -17,5 +18,8 @@ if [[ ! -f "$build_dir/CMakeCache.txt" ]] && command -v ninja >/dev/null; then
   generator=(-G Ninja)
 fi
 cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" "$@" >/dev/null
-jobs=$(nproc 2>/dev/null || echo 2)
-cmake --build "$build_dir" -j "$jobs"
+targets=()
+for target in ${TUNEBENCH_TARGETS:-}; do
+  targets+=(--target "$target")
+done
+cmake --build "$build_dir" "${targets[@]}" -j "$(nproc 2>/dev/null || echo 2)"

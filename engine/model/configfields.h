@@ -14,6 +14,14 @@ class Error;
 
 namespace engine::model::configfields {
 
+// Upper bounds that no real model reaches: they catch typos and keep parameter counts in int64.
+inline constexpr int64_t kMaxVocab = 10'000'000;
+inline constexpr int64_t kMaxHidden = 1'000'000;
+inline constexpr int64_t kMaxIntermediate = 10'000'000;
+inline constexpr int64_t kMaxLayers = 10'000;
+inline constexpr int64_t kMaxHeadDim = 65'536;
+inline constexpr int64_t kMaxPositions = 1'000'000'000;
+
 /// A short rendering of a JSON value with its type, for messages: `"64" (string)`.
 std::string describe(const nlohmann::json &value);
 /// "SOURCE: field 'FIELD' WHAT" as an invalid-input error.

@@ -13,6 +13,12 @@ namespace {
 
 using nlohmann::json;
 using configfields::checkRange;
+using configfields::kMaxHeadDim;
+using configfields::kMaxHidden;
+using configfields::kMaxIntermediate;
+using configfields::kMaxLayers;
+using configfields::kMaxPositions;
+using configfields::kMaxVocab;
 using configfields::describe;
 using configfields::fieldError;
 using configfields::readBool;
@@ -20,13 +26,6 @@ using configfields::readDouble;
 using configfields::readInt;
 using configfields::readString;
 
-// Upper bounds that no real model reaches; they catch typos and keep parameterCount() in int64.
-constexpr int64_t kMaxVocab = 10'000'000;
-constexpr int64_t kMaxHidden = 1'000'000;
-constexpr int64_t kMaxIntermediate = 10'000'000;
-constexpr int64_t kMaxLayers = 10'000;
-constexpr int64_t kMaxHeadDim = 65'536;
-constexpr int64_t kMaxPositions = 1'000'000'000;
 
 // bos/eos ids: an integer, null (no such token: -1) or, as in Llama 3, a list whose first entry is used.
 void readTokenId(const json &object, const char *key, int64_t &out, const std::string &source)

@@ -14,17 +14,16 @@ namespace {
 
 using nlohmann::json;
 using configfields::checkRange;
+using configfields::kMaxHidden;
+using configfields::kMaxLayers;
+using configfields::kMaxPositions;
+using configfields::kMaxVocab;
 using configfields::describe;
 using configfields::fieldError;
 using configfields::readBool;
 using configfields::readInt;
 using configfields::readString;
 
-// Limits that no real model reaches; they keep counts in int64.
-constexpr int64_t kMaxVocab = 10'000'000;
-constexpr int64_t kMaxHidden = 1'000'000;
-constexpr int64_t kMaxLayers = 10'000;
-constexpr int64_t kMaxPositions = 1'000'000'000;
 
 // Builds nodes with full paths and the config's dtype.
 class TreeBuilder {
