@@ -15,7 +15,8 @@
 
 namespace testing_support {
 
-/// vocab 64, hidden 32, intermediate 48, 2 layers, 4 heads, `kvHeads` kv heads, 64 positions.
+/// vocab 64, hidden 32, intermediate 48, 2 layers, 4 heads, `kvHeads` kv heads, 64 positions; initializer range
+/// 0.2, large enough that every part of the model moves the logits.
 inline engine::model::LlamaConfig tinyLlama(const std::string &modelType = "llama", bool tied = false,
                                             int64_t kvHeads = 2)
 {
@@ -79,6 +80,20 @@ inline torch::Tensor formulaLora(int64_t rows, int64_t cols, int index, bool isB
                         : float(0.3 * std::sin(0.71 * double(k) + 1.1 * index));
     }
     return torch::tensor(values).view({rows, cols});
+}
+
+/// Random token ids [batch, length] below `config.vocabSize`, drawn after torch::manual_seed(seed).
+inline torch::Tensor someIds(const engine::model::LlamaConfig &config, int64_t batch, int64_t length,
+                             int64_t seed = 3)
+{
+    torch::manual_seed(seed);
+    return torch::randint(config.vocabSize, {batch, length}, torch::kInt64);
+}
+
+/// The same below tinyLlama's vocabulary of 64.
+inline torch::Tensor someIds(int64_t batch, int64_t length, int64_t seed = 3)
+{
+    return someIds(tinyLlama(), batch, length, seed);
 }
 
 inline double maxAbsDiff(const torch::Tensor &a, const torch::Tensor &b)

@@ -1,6 +1,7 @@
 #pragma once
 // Test helpers for the legacy-checkpoint tests: a minimal stored-zip writer and pickle snippets, to
-// craft torch.save-like files byte by byte (valid, malformed and malicious).
+// craft torch.save-like files byte by byte (valid, malformed and malicious); the golden files of
+// make_legacy_files.py.
 
 #include <array>
 #include <cstdint>
@@ -8,6 +9,8 @@
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace legacy_test {
 
@@ -178,6 +181,17 @@ inline std::string archive(const std::string &pickle, const std::vector<std::pai
         entries.push_back({"archive/data/" + key, bytes});
     entries.push_back({"archive/version", "3\n"});
     return makeZip(entries);
+}
+
+/// The golden files make_legacy_files.py wrote (tests/data/legacy).
+inline const std::filesystem::path kLegacyData = std::filesystem::path(TUNEBENCH_TEST_DATA) / "legacy";
+
+/// A JSON file from make_legacy_files.py, its keys in file order (a state dict's description lists the
+/// tensors in save order).
+inline nlohmann::ordered_json readJson(const std::filesystem::path &path)
+{
+    std::ifstream in(path);
+    return nlohmann::ordered_json::parse(in);
 }
 
 inline void writeBytes(const std::filesystem::path &path, const std::string &bytes)

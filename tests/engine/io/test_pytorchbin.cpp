@@ -19,18 +19,12 @@
 
 using engine::ErrorKind;
 using engine::io::NamedTensors;
+using legacy_test::kLegacyData;
+using legacy_test::readJson;
 using testing_support::expectError;
 using testing_support::TempDir;
 
 namespace {
-
-const std::filesystem::path kLegacyData = std::filesystem::path(TUNEBENCH_TEST_DATA) / "legacy";
-
-nlohmann::ordered_json readJson(const std::filesystem::path &path)
-{
-    std::ifstream in(path);
-    return nlohmann::ordered_json::parse(in);
-}
 
 std::string dtypeName(const torch::Tensor &t)
 {

@@ -16,20 +16,14 @@
 
 using engine::ErrorKind;
 using engine::io::TorchScriptModule;
+using legacy_test::kLegacyData;
+using legacy_test::readJson;
 using testing_support::expectError;
 using testing_support::TempDir;
 
 namespace {
 
-const std::filesystem::path kLegacyData = std::filesystem::path(TUNEBENCH_TEST_DATA) / "legacy";
-
-nlohmann::json readJson(const std::filesystem::path &path)
-{
-    std::ifstream in(path);
-    return nlohmann::json::parse(in);
-}
-
-torch::Tensor matrix(const nlohmann::json &rows)
+torch::Tensor matrix(const nlohmann::ordered_json &rows)
 {
     std::vector<torch::Tensor> out;
     for (const auto &row : rows)

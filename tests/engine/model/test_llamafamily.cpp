@@ -3,6 +3,7 @@
 #include "engine/model/llamaconfig.h"
 #include "engine/model/llamamodel.h"
 #include "engine/model/moduletree.h"
+#include "support/tinymodels.h"
 
 #include <string>
 #include <vector>
@@ -14,25 +15,12 @@
 using engine::model::KvCache;
 using engine::model::LlamaConfig;
 using engine::model::LlamaForCausalLM;
+using testing_support::maxAbsDiff;
+using testing_support::randomLlama;
+using testing_support::someIds;
+using testing_support::tinyLlama;
 
 namespace {
-
-LlamaConfig tiny(const std::string &modelType, bool tied = false, int64_t kvHeads = 2)
-{
-    LlamaConfig c;
-    c.modelType = modelType;
-    c.vocabSize = 64;
-    c.hiddenSize = 32;
-    c.intermediateSize = 48;
-    c.numHiddenLayers = 2;
-    c.numAttentionHeads = 4;
-    c.numKeyValueHeads = kvHeads;
-    c.maxPositionEmbeddings = 64;
-    c.rmsNormEps = 1e-5;
-    c.tieWordEmbeddings = tied;
-    c.initializerRange = 0.2;
-    return c;
-}
 
 LlamaConfig withWindow(LlamaConfig c, int64_t window)
 {
@@ -40,41 +28,16 @@ LlamaConfig withWindow(LlamaConfig c, int64_t window)
     return c;
 }
 
-// Random weights; 1-D parameters (norm weights and biases) perturbed so that they matter.
-LlamaForCausalLM randomModel(const LlamaConfig &config, uint64_t seed = 7)
-{
-    LlamaForCausalLM model(config);
-    model->initializeWeights(seed);
-    torch::NoGradGuard noGrad;
-    torch::manual_seed(seed);
-    for (auto &p : model->parameters()) {
-        if (p.dim() == 1)
-            p.add_(0.2 * torch::randn(p.sizes()));
-    }
-    return model;
-}
-
-torch::Tensor someIds(int64_t batch, int64_t length, int64_t seed = 3)
-{
-    torch::manual_seed(seed);
-    return torch::randint(64, {batch, length}, torch::kInt64);
-}
-
-double maxAbsDiff(const torch::Tensor &a, const torch::Tensor &b)
-{
-    return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
-}
-
 std::vector<LlamaConfig> structureConfigs()
 {
-    LlamaConfig bias = tiny("llama", false, 4);
+    LlamaConfig bias = tinyLlama("llama", false, 4);
     bias.attentionBias = true;
-    LlamaConfig headDim = tiny("mistral", false, 1);
+    LlamaConfig headDim = tinyLlama("mistral", false, 1);
     headDim.headDim = 12;
-    LlamaConfig llama3 = tiny("llama", true);
+    LlamaConfig llama3 = tinyLlama("llama", true);
     llama3.ropeScaling = {"llama3", 8.0, 1.0, 4.0, 16};
-    return {tiny("llama"), tiny("llama", true), bias, tiny("qwen2"), tiny("qwen2", true, 1),
-            withWindow(tiny("mistral"), 4), headDim, llama3};
+    return {tinyLlama("llama"), tinyLlama("llama", true), bias, tinyLlama("qwen2"), tinyLlama("qwen2", true, 1),
+            withWindow(tinyLlama("mistral"), 4), headDim, llama3};
 }
 
 } // namespace
@@ -104,21 +67,22 @@ TEST(LlamaFamily, ModuleTreeEqualsNamedParametersInOrder)
 
 TEST(LlamaFamily, BiasesWhereHuggingFacePutsThem)
 {
-    const auto params = LlamaForCausalLM(tiny("qwen2"))->named_parameters();
+    const auto params = LlamaForCausalLM(tinyLlama("qwen2"))->named_parameters();
     EXPECT_TRUE(params.contains("model.layers.0.self_attn.q_proj.bias"));
     EXPECT_TRUE(params.contains("model.layers.1.self_attn.k_proj.bias"));
     EXPECT_TRUE(params.contains("model.layers.1.self_attn.v_proj.bias"));
     EXPECT_FALSE(params.contains("model.layers.0.self_attn.o_proj.bias"));
     EXPECT_FALSE(params.contains("model.layers.0.mlp.up_proj.bias"));
-    LlamaConfig bias = tiny("llama");
+    LlamaConfig bias = tinyLlama("llama");
     bias.attentionBias = true;
     EXPECT_TRUE(LlamaForCausalLM(bias)->named_parameters().contains("model.layers.0.self_attn.o_proj.bias"));
-    EXPECT_FALSE(LlamaForCausalLM(tiny("mistral"))->named_parameters().contains("model.layers.0.self_attn.q_proj.bias"));
+    EXPECT_FALSE(
+        LlamaForCausalLM(tinyLlama("mistral"))->named_parameters().contains("model.layers.0.self_attn.q_proj.bias"));
 }
 
 TEST(LlamaFamily, InitializeWeightsZeroesBiases)
 {
-    LlamaForCausalLM model(tiny("qwen2"));
+    LlamaForCausalLM model(tinyLlama("qwen2"));
     model->initializeWeights(5);
     for (const auto &item : model->named_parameters()) {
         const bool isBias = item.key().ends_with(".bias");
@@ -132,8 +96,8 @@ TEST(LlamaFamily, InitializeWeightsZeroesBiases)
 
 TEST(LlamaFamily, BiasesAndWindowGetFiniteGradients)
 {
-    for (const LlamaConfig &config : {tiny("qwen2", true), withWindow(tiny("mistral"), 3)}) {
-        LlamaForCausalLM model = randomModel(config);
+    for (const LlamaConfig &config : {tinyLlama("qwen2", true), withWindow(tinyLlama("mistral"), 3)}) {
+        LlamaForCausalLM model = randomLlama(config);
         const torch::Tensor ids = someIds(2, 9);
         const torch::Tensor logits = model->forward(ids.slice(1, 0, 8));
         torch::nn::functional::cross_entropy(logits.reshape({-1, 64}), ids.slice(1, 1, 9).reshape({-1})).backward();
@@ -149,9 +113,9 @@ TEST(LlamaFamily, BiasesAndWindowGetFiniteGradients)
 // With one layer, query i reads keys i - W + 1 .. i only (transformers: kv_idx > q_idx - W).
 TEST(LlamaFamily, SlidingWindowLimitsWhatATokenSees)
 {
-    LlamaConfig config = withWindow(tiny("mistral"), 3);
+    LlamaConfig config = withWindow(tinyLlama("mistral"), 3);
     config.numHiddenLayers = 1;
-    LlamaForCausalLM model = randomModel(config);
+    LlamaForCausalLM model = randomLlama(config);
     torch::NoGradGuard noGrad;
     const torch::Tensor ids = someIds(1, 12);
     const torch::Tensor before = model->forward(ids);
@@ -168,14 +132,14 @@ TEST(LlamaFamily, SlidingWindowLimitsWhatATokenSees)
     }
     // Without the window every later position sees it.
     config.slidingWindow = 0;
-    LlamaForCausalLM full = randomModel(config);
+    LlamaForCausalLM full = randomLlama(config);
     EXPECT_GT(maxAbsDiff(full->forward(ids).select(1, 11), full->forward(other).select(1, 11)), 1e-3);
 }
 
 TEST(LlamaFamily, SlidingWindowAtLeastTheSequenceChangesNothing)
 {
-    LlamaForCausalLM windowed = randomModel(withWindow(tiny("mistral"), 8));
-    LlamaForCausalLM plain = randomModel(tiny("mistral"));
+    LlamaForCausalLM windowed = randomLlama(withWindow(tinyLlama("mistral"), 8));
+    LlamaForCausalLM plain = randomLlama(tinyLlama("mistral"));
     torch::NoGradGuard noGrad;
     const torch::Tensor ids = someIds(2, 8);
     EXPECT_LT(maxAbsDiff(windowed->forward(ids), plain->forward(ids)), 1e-6);
@@ -184,7 +148,7 @@ TEST(LlamaFamily, SlidingWindowAtLeastTheSequenceChangesNothing)
 
 TEST(LlamaFamily, KvCacheWithSlidingWindowGivesTheSameLogitsAsOneFullPass)
 {
-    LlamaForCausalLM model = randomModel(withWindow(tiny("mistral"), 3));
+    LlamaForCausalLM model = randomLlama(withWindow(tinyLlama("mistral"), 3));
     torch::NoGradGuard noGrad;
     const torch::Tensor ids = someIds(2, 11);
     const torch::Tensor full = model->forward(ids);
@@ -199,16 +163,16 @@ TEST(LlamaFamily, KvCacheWithSlidingWindowGivesTheSameLogitsAsOneFullPass)
 
 TEST(LlamaFamily, Llama3ScalingWithFactorOneIsPlainRope)
 {
-    LlamaConfig scaled = tiny("llama");
+    LlamaConfig scaled = tinyLlama("llama");
     scaled.ropeScaling = {"llama3", 1.0, 1.0, 4.0, 8};
-    LlamaForCausalLM a = randomModel(scaled);
-    LlamaForCausalLM b = randomModel(tiny("llama"));
+    LlamaForCausalLM a = randomLlama(scaled);
+    LlamaForCausalLM b = randomLlama(tinyLlama("llama"));
     torch::NoGradGuard noGrad;
     const torch::Tensor ids = someIds(1, 20);
     EXPECT_LT(maxAbsDiff(a->forward(ids, 5), b->forward(ids, 5)), 1e-5);
     // A real factor changes positions beyond the short wavelengths.
     scaled.ropeScaling.factor = 8.0;
-    LlamaForCausalLM c = randomModel(scaled);
+    LlamaForCausalLM c = randomLlama(scaled);
     EXPECT_GT(maxAbsDiff(c->forward(ids, 5), b->forward(ids, 5)), 1e-3);
 }
 

@@ -1,5 +1,7 @@
 #include "engine/model/llamaconfig.h"
 #include "engine/model/llamamodel.h"
+#include "support/tempdir.h"
+#include "support/tinymodels.h"
 
 #include <cmath>
 #include <cstdlib>
@@ -16,52 +18,14 @@ using engine::model::KvCache;
 using engine::model::LlamaConfig;
 using engine::model::LlamaForCausalLM;
 using nlohmann::json;
+using testing_support::maxAbsDiff;
+using testing_support::randomLlama;
+using testing_support::setFormulaWeights;
+using testing_support::someIds;
+using testing_support::TempDir;
+using testing_support::tinyLlama;
 
 namespace {
-
-LlamaConfig tinyConfig(bool tied = false, int64_t kvHeads = 2)
-{
-    LlamaConfig c;
-    c.vocabSize = 64;
-    c.hiddenSize = 32;
-    c.intermediateSize = 48;
-    c.numHiddenLayers = 2;
-    c.numAttentionHeads = 4;
-    c.numKeyValueHeads = kvHeads;
-    c.maxPositionEmbeddings = 64;
-    c.rmsNormEps = 1e-5;
-    c.ropeTheta = 10000.0;
-    c.tieWordEmbeddings = tied;
-    c.bosTokenId = 1;
-    c.eosTokenId = 2;
-    c.initializerRange = 0.2; // large enough that every part of the model moves the logits
-    return c;
-}
-
-// A model with random weights whose RMSNorm weights are not all 1, so that the norms are tested too.
-LlamaForCausalLM randomModel(const LlamaConfig &config, uint64_t seed = 7)
-{
-    LlamaForCausalLM model(config);
-    model->initializeWeights(seed);
-    torch::NoGradGuard noGrad;
-    torch::manual_seed(seed);
-    for (auto &p : model->parameters()) {
-        if (p.dim() == 1)
-            p.add_(0.2 * torch::randn(p.sizes()));
-    }
-    return model;
-}
-
-torch::Tensor someIds(const LlamaConfig &config, int64_t batch, int64_t length, int64_t seed = 3)
-{
-    torch::manual_seed(seed);
-    return torch::randint(config.vocabSize, {batch, length}, torch::kInt64);
-}
-
-double maxAbsDiff(const torch::Tensor &a, const torch::Tensor &b)
-{
-    return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
-}
 
 std::vector<std::string> expectedNames(const LlamaConfig &c)
 {
@@ -151,18 +115,6 @@ torch::Tensor referenceLogits(LlamaForCausalLM &model, const torch::Tensor &ids,
     return torch::matmul(x, out.t());
 }
 
-struct TempDir {
-    std::filesystem::path path;
-    explicit TempDir(const std::string &name)
-    {
-        path = std::filesystem::temp_directory_path()
-            / ("tunebench-model-" + name + "-" + std::to_string(::getpid()));
-        std::filesystem::remove_all(path);
-        std::filesystem::create_directories(path);
-    }
-    ~TempDir() { std::filesystem::remove_all(path); }
-};
-
 json readJson(const std::filesystem::path &path)
 {
     std::ifstream in(path);
@@ -195,7 +147,7 @@ torch::Tensor tensorFromJson(const json &nested)
 TEST(LlamaModel, ParameterNamesAndShapesMatchHuggingFace)
 {
     for (bool tied : {false, true}) {
-        const LlamaConfig c = tinyConfig(tied);
+        const LlamaConfig c = tinyLlama("llama", tied);
         LlamaForCausalLM model(c);
         const auto params = model->named_parameters();
         std::vector<std::string> names;
@@ -235,9 +187,9 @@ TEST(LlamaModel, ParameterNamesAndShapesMatchHuggingFace)
 
 TEST(LlamaModel, ParameterCountMatchesRegisteredParameters)
 {
-    LlamaConfig headDim = tinyConfig(true, 1);
+    LlamaConfig headDim = tinyLlama("llama", true, 1);
     headDim.headDim = 16; // heads * head_dim = 64 != hidden 32
-    for (const LlamaConfig &c : {tinyConfig(false), tinyConfig(true), headDim, engine::model::demoConfig()}) {
+    for (const LlamaConfig &c : {tinyLlama(), tinyLlama("llama", true), headDim, engine::model::demoConfig()}) {
         LlamaForCausalLM model(c);
         int64_t total = 0;
         for (const auto &p : model->parameters())
@@ -248,8 +200,8 @@ TEST(LlamaModel, ParameterCountMatchesRegisteredParameters)
 
 TEST(LlamaModel, ForwardShapeAndDtype)
 {
-    LlamaForCausalLM model = randomModel(tinyConfig());
-    const torch::Tensor logits = model->forward(someIds(tinyConfig(), 3, 5));
+    LlamaForCausalLM model = randomLlama(tinyLlama());
+    const torch::Tensor logits = model->forward(someIds(3, 5));
     EXPECT_EQ(logits.sizes().vec(), (std::vector<int64_t>{3, 5, 64}));
     EXPECT_EQ(logits.scalar_type(), torch::kFloat32);
     EXPECT_TRUE(torch::isfinite(logits).all().item<bool>());
@@ -257,9 +209,9 @@ TEST(LlamaModel, ForwardShapeAndDtype)
 
 TEST(LlamaModel, LaterTokensNeverChangeEarlierLogits)
 {
-    LlamaForCausalLM model = randomModel(tinyConfig());
+    LlamaForCausalLM model = randomLlama(tinyLlama());
     torch::NoGradGuard noGrad;
-    const torch::Tensor ids = someIds(tinyConfig(), 2, 10);
+    const torch::Tensor ids = someIds(2, 10);
     const torch::Tensor before = model->forward(ids);
     for (int64_t changed : {9, 5, 1}) {
         torch::Tensor other = ids.clone();
@@ -272,8 +224,8 @@ TEST(LlamaModel, LaterTokensNeverChangeEarlierLogits)
 
 TEST(LlamaModel, MatchesPerHeadReferenceMultiHead)
 {
-    LlamaForCausalLM model = randomModel(tinyConfig(false, 4));
-    const torch::Tensor ids = someIds(tinyConfig(), 2, 7);
+    LlamaForCausalLM model = randomLlama(tinyLlama("llama", false, 4));
+    const torch::Tensor ids = someIds(2, 7);
     torch::NoGradGuard noGrad;
     EXPECT_LT(maxAbsDiff(model->forward(ids), referenceLogits(model, ids)), 1e-4);
     EXPECT_LT(maxAbsDiff(model->forward(ids, 11), referenceLogits(model, ids, 11)), 1e-4) << "position offset";
@@ -282,8 +234,8 @@ TEST(LlamaModel, MatchesPerHeadReferenceMultiHead)
 TEST(LlamaModel, MatchesPerHeadReferenceGroupedQuery)
 {
     for (int64_t kv : {2, 1}) {
-        LlamaForCausalLM model = randomModel(tinyConfig(true, kv));
-        const torch::Tensor ids = someIds(tinyConfig(), 2, 7);
+        LlamaForCausalLM model = randomLlama(tinyLlama("llama", true, kv));
+        const torch::Tensor ids = someIds(2, 7);
         torch::NoGradGuard noGrad;
         EXPECT_LT(maxAbsDiff(model->forward(ids, 3), referenceLogits(model, ids, 3)), 1e-4) << "kv heads " << kv;
     }
@@ -291,9 +243,9 @@ TEST(LlamaModel, MatchesPerHeadReferenceGroupedQuery)
 
 TEST(LlamaModel, GroupedQueryEqualsMultiHeadWithRepeatedKeyValueWeights)
 {
-    const LlamaConfig gqaConfig = tinyConfig(false, 2);
-    LlamaForCausalLM gqa = randomModel(gqaConfig);
-    LlamaForCausalLM mha(tinyConfig(false, 4));
+    const LlamaConfig gqaConfig = tinyLlama("llama", false, 2);
+    LlamaForCausalLM gqa = randomLlama(gqaConfig);
+    LlamaForCausalLM mha(tinyLlama("llama", false, 4));
     {
         torch::NoGradGuard noGrad;
         auto target = mha->named_parameters();
@@ -314,9 +266,9 @@ TEST(LlamaModel, GroupedQueryEqualsMultiHeadWithRepeatedKeyValueWeights)
 
 TEST(LlamaModel, KvCacheGivesTheSameLogitsAsOneFullPass)
 {
-    LlamaForCausalLM model = randomModel(tinyConfig());
+    LlamaForCausalLM model = randomLlama(tinyLlama());
     torch::NoGradGuard noGrad;
-    const torch::Tensor ids = someIds(tinyConfig(), 2, 9);
+    const torch::Tensor ids = someIds(2, 9);
     const torch::Tensor full = model->forward(ids);
     KvCache cache;
     const torch::Tensor prompt = model->forward(ids.slice(1, 0, 5), 0, &cache);
@@ -336,8 +288,8 @@ TEST(LlamaModel, KvCacheGivesTheSameLogitsAsOneFullPass)
 TEST(LlamaModel, BackwardGivesFiniteGradientsForEveryParameter)
 {
     for (bool tied : {false, true}) {
-        LlamaForCausalLM model = randomModel(tinyConfig(tied));
-        const torch::Tensor ids = someIds(tinyConfig(), 2, 8);
+        LlamaForCausalLM model = randomLlama(tinyLlama("llama", tied));
+        const torch::Tensor ids = someIds(2, 8);
         const torch::Tensor logits = model->forward(ids.slice(1, 0, 7));
         const torch::Tensor loss =
             torch::nn::functional::cross_entropy(logits.reshape({-1, 64}), ids.slice(1, 1, 8).reshape({-1}));
@@ -354,9 +306,9 @@ TEST(LlamaModel, BackwardGivesFiniteGradientsForEveryParameter)
 TEST(LlamaModel, GradientsMatchFiniteDifferences)
 {
     // Double precision so that central differences are accurate.
-    LlamaForCausalLM model = randomModel(tinyConfig(false, 2));
+    LlamaForCausalLM model = randomLlama(tinyLlama("llama", false, 2));
     model->to(torch::kFloat64);
-    const torch::Tensor ids = someIds(tinyConfig(), 1, 6);
+    const torch::Tensor ids = someIds(1, 6);
     auto lossOf = [&] { return (model->hiddenStates(ids) * torch::linspace(-1, 1, 32, torch::kFloat64)).sum(); };
     lossOf().backward();
     torch::NoGradGuard noGrad;
@@ -379,7 +331,7 @@ TEST(LlamaModel, GradientsMatchFiniteDifferences)
 
 TEST(LlamaModel, InitializeWeightsIsDeterministic)
 {
-    LlamaForCausalLM a(tinyConfig()), b(tinyConfig()), c(tinyConfig());
+    LlamaForCausalLM a(tinyLlama()), b(tinyLlama()), c(tinyLlama());
     a->initializeWeights(42);
     b->initializeWeights(42);
     c->initializeWeights(43);
@@ -398,8 +350,8 @@ TEST(LlamaModel, InitializeWeightsIsDeterministic)
 
 TEST(LlamaModel, OtherDtypes)
 {
-    LlamaForCausalLM model = randomModel(tinyConfig());
-    const torch::Tensor ids = someIds(tinyConfig(), 2, 6);
+    LlamaForCausalLM model = randomLlama(tinyLlama());
+    const torch::Tensor ids = someIds(2, 6);
     torch::NoGradGuard noGrad;
     const torch::Tensor f32 = model->forward(ids);
     model->to(torch::kFloat64);
@@ -410,28 +362,6 @@ TEST(LlamaModel, OtherDtypes)
     const torch::Tensor bf16 = model->forward(ids);
     EXPECT_EQ(bf16.scalar_type(), torch::kFloat32);
     EXPECT_LT(maxAbsDiff(f32, bf16), 0.5);
-}
-
-// Weights from a formula that tests/engine/model/reference_llama.py computes the same way.
-void setFormulaWeights(LlamaForCausalLM &model)
-{
-    torch::NoGradGuard noGrad;
-    int index = 0;
-    for (auto &item : model->named_parameters()) {
-        torch::Tensor &p = item.value();
-        const bool isBias = item.key().ends_with(".bias");
-        std::vector<float> values(static_cast<size_t>(p.numel()));
-        for (size_t k = 0; k < values.size(); ++k) {
-            if (isBias)
-                values[k] = float(0.1 * std::sin(0.53 * double(k) + index));
-            else if (p.dim() == 1)
-                values[k] = float(1.0 + 0.1 * std::cos(0.37 * double(k) + index));
-            else
-                values[k] = float(0.2 * std::sin(0.37 * double(k) + 1.3 * index));
-        }
-        p.copy_(torch::tensor(values).view(p.sizes()));
-        ++index;
-    }
 }
 
 TEST(LlamaModel, MatchesCheckedInGoldenLogits)
@@ -469,38 +399,36 @@ TEST(LlamaModel, MatchesIndependentPythonReference)
     };
     std::vector<Case> cases;
     for (bool tied : {false, true}) {
-        LlamaConfig config = tinyConfig(tied, tied ? 1 : 2);
+        LlamaConfig config = tinyLlama("llama", tied, tied ? 1 : 2);
         config.ropeTheta = 300.0;
         cases.push_back({tied ? "tied" : "untied", config, 8, tied ? 4 : 0});
     }
-    LlamaConfig qwen2 = tinyConfig(true, 2);
-    qwen2.modelType = "qwen2";
+    LlamaConfig qwen2 = tinyLlama("qwen2", true, 2);
     qwen2.ropeTheta = 1e6;
     cases.push_back({"qwen2", qwen2, 9, 2});
-    LlamaConfig mistral = tinyConfig(false, 1);
-    mistral.modelType = "mistral";
+    LlamaConfig mistral = tinyLlama("mistral", false, 1);
     mistral.slidingWindow = 4;
     mistral.headDim = 10;
     cases.push_back({"mistral_window", mistral, 13, 0});
-    LlamaConfig llama3 = tinyConfig(false, 2);
+    LlamaConfig llama3 = tinyLlama("llama", false, 2);
     llama3.headDim = 16;
     llama3.ropeTheta = 100.0;
     llama3.ropeScaling = {"llama3", 4.0, 0.25, 1.0, 8};
     cases.push_back({"llama3_rope", llama3, 24, 0});
-    LlamaConfig linear = tinyConfig(true, 4);
+    LlamaConfig linear = tinyLlama("llama", true, 4);
     linear.attentionBias = true;
     linear.ropeScaling = {"linear", 3.0, 1.0, 4.0, 8192};
     cases.push_back({"linear_rope_bias", linear, 10, 6});
 
     // Weights of every case as <dir>/<case>/<parameter>.f32, then one Python run over all cases.
-    TempDir dir("reference");
+    TempDir dir("model-reference");
     std::vector<LlamaForCausalLM> models;
     std::vector<torch::Tensor> inputs;
     json batch = json::array();
     uint64_t seed = 11;
     for (const Case &c : cases) {
-        LlamaForCausalLM model = randomModel(c.config, ++seed);
-        const std::filesystem::path weights = dir.path / c.name;
+        LlamaForCausalLM model = randomLlama(c.config, ++seed);
+        const std::filesystem::path weights = dir / c.name;
         std::filesystem::create_directories(weights);
         for (const auto &item : model->named_parameters()) {
             const torch::Tensor t = item.value().detach().contiguous();
@@ -520,11 +448,11 @@ TEST(LlamaModel, MatchesIndependentPythonReference)
         models.push_back(model);
         inputs.push_back(ids);
     }
-    std::ofstream(dir.path / "cases.json") << batch.dump();
-    const std::string command = "/usr/bin/python3 '" MODEL_REFERENCE_SCRIPT "' '" + (dir.path / "cases.json").string()
-        + "' '" + (dir.path / "out.json").string() + "'";
+    std::ofstream(dir / "cases.json") << batch.dump();
+    const std::string command = "/usr/bin/python3 '" MODEL_REFERENCE_SCRIPT "' '" + (dir / "cases.json").string()
+        + "' '" + (dir / "out.json").string() + "'";
     ASSERT_EQ(std::system(command.c_str()), 0) << command;
-    const json results = readJson(dir.path / "out.json");
+    const json results = readJson(dir / "out.json");
     ASSERT_EQ(results.size(), cases.size());
 
     torch::NoGradGuard noGrad;
