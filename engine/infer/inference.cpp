@@ -70,27 +70,28 @@ GenerateResult generate(const GenerateRequest &request, const std::function<void
     for (int id : tokenizer->encode(request.prompt, /*addSpecialTokens=*/true))
         result.promptIds.push_back(id);
 
+    // Passes on the part of `text` not shown yet, unless it ends inside a multi-byte character
+    // (decoded as U+FFFD), which the next token completes.
     std::string shown;
+    auto show = [&](std::string text, bool final) {
+        if (!onText || text.size() <= shown.size() || text.compare(0, shown.size(), shown) != 0)
+            return;
+        std::string piece = text.substr(shown.size());
+        if (!final && piece.find("\xEF\xBF\xBD") != std::string::npos)
+            return;
+        onText(piece);
+        shown = std::move(text);
+    };
     std::vector<int> generated;
     auto emit = [&](int64_t id) {
         generated.push_back(static_cast<int>(id));
-        if (!onText)
-            return;
-        // Decode everything so far and pass on what is new, holding back an incomplete character.
-        std::string text = tokenizer->decode(generated, /*skipSpecialTokens=*/true);
-        if (text.size() > shown.size() && text.compare(0, shown.size(), shown) == 0) {
-            std::string piece = text.substr(shown.size());
-            if (piece.find("\xEF\xBF\xBD") == std::string::npos) {
-                onText(piece);
-                shown = std::move(text);
-            }
-        }
+        if (onText)
+            show(tokenizer->decode(generated, /*skipSpecialTokens=*/true), false);
     };
     const model::GenerationResult out = model::generate(model, result.promptIds, options, control, emit);
     result.newIds = out.tokens;
     result.text = tokenizer->decode(generated, /*skipSpecialTokens=*/true);
-    if (onText && result.text.size() > shown.size() && result.text.compare(0, shown.size(), shown) == 0)
-        onText(result.text.substr(shown.size()));
+    show(result.text, true);
     switch (out.reason) {
     case model::StopReason::MaxTokens: result.stopReason = "max_tokens"; break;
     case model::StopReason::StopToken: result.stopReason = "eos"; break;

@@ -43,7 +43,15 @@ bool hasSafetensors(const fs::path &folder)
     return fs::exists(folder / io::kSafetensorsWeightsName, ec) || fs::exists(folder / io::kSafetensorsIndexName, ec);
 }
 
+bool hasPytorchBin(const fs::path &folder)
+{
+    std::error_code ec;
+    return fs::exists(folder / io::kPytorchBinName, ec) || fs::exists(folder / io::kPytorchBinIndexName, ec);
+}
+
 } // namespace
+
+bool holdsWeights(const fs::path &folder) { return hasSafetensors(folder) || hasPytorchBin(folder); }
 
 LlamaForCausalLM loadPretrained(const fs::path &folder, const LoadOptions &options)
 {
@@ -82,8 +90,8 @@ LlamaForCausalLM loadPretrained(const fs::path &folder, const LoadOptions &optio
         const io::CheckpointFiles files = io::locateCheckpoint(folder);
         weightsName = (files.index ? *files.index : files.shards.front()).string();
         io::forEachCheckpointTensor(folder, {}, assign);
-    } else if (fs::exists(folder / "pytorch_model.bin", ec) || fs::exists(folder / "pytorch_model.bin.index.json", ec)) {
-        weightsName = (folder / "pytorch_model.bin").string();
+    } else if (hasPytorchBin(folder)) {
+        weightsName = (folder / io::kPytorchBinName).string();
         for (const auto &[name, tensor] : io::loadPytorchBin(folder))
             assign(name, tensor.to(options.dtype));
     } else {

@@ -20,6 +20,9 @@ struct LoadOptions {
     torch::Dtype dtype = torch::kFloat32;
 };
 
+/// Whether `folder` holds weights loadPretrained can read (safetensors, an index, or pytorch_model.bin).
+bool holdsWeights(const std::filesystem::path &folder);
+
 /// Reads `folder`'s config.json and weights (model.safetensors, sharded safetensors with an index,
 /// or a legacy pytorch_model.bin / its index) into a new model. Every parameter must be present
 /// exactly once with the config's shape; extra tensors (other than known non-persistent buffers and

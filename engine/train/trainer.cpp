@@ -54,18 +54,7 @@ struct PreparedJob {
     std::filesystem::path weightsFolder; ///< set when the model folder holds weights to start from
 };
 
-bool holdsWeights(const std::filesystem::path &folder)
-{
-    std::error_code ec;
-    for (const char *name : {"model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                             "pytorch_model.bin.index.json"}) {
-        if (std::filesystem::exists(folder / name, ec))
-            return true;
-    }
-    return false;
-}
-
-std::string defaultRunName(const TrainingParams &params, const PreparedJob &job)
+std::string defaultRunName(const PreparedJob &job)
 {
     const std::string corpus = job.corpusPath.stem().string();
     return job.modelName + " on " + corpus;
@@ -88,7 +77,7 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
         job.modelName = (p.filename() == "config.json" ? p.parent_path().filename() : p.filename()).string();
         if (job.modelName.empty())
             job.modelName = "llama";
-        if (std::filesystem::is_directory(p) && holdsWeights(p))
+        if (std::filesystem::is_directory(p) && model::holdsWeights(p))
             job.weightsFolder = p;
     }
     if (params.sequenceLength > job.config.maxPositionEmbeddings) {
@@ -365,7 +354,7 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
                                  {"tokenizer", job->tokenizerPath}, {"corpus", job->corpusPath.string()},
                                  {"corpus_tokens", job->corpusTokens}};
         config["training"]["threads"] = params.threads > 0 ? params.threads : hardwareThreads();
-        const std::string runName = params.runName.empty() ? defaultRunName(params, *job) : params.runName;
+        const std::string runName = params.runName.empty() ? defaultRunName(*job) : params.runName;
         outcome.runId = store->createRun(runName, config.dump(), job->modelName);
         observer.onRunCreated(outcome.runId, outcome.storePath);
         store->addEvent(outcome.runId, LogLevel::Info,
