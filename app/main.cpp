@@ -2,7 +2,7 @@
 
 #include "app/cli/command.h"
 
-#include "engine/core/version.h"
+#include "engine/core/systeminfo.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -40,7 +40,7 @@ int main(int argc, char **argv)
 
     CLI::App app{"tunebench: fine-tune and debug transformer language models.\n"
                  "Run without arguments for the desktop GUI (or, with no display, the demo in the terminal)."};
-    app.set_version_flag("--version", std::string("tunebench ") + engine::version());
+    app.set_version_flag("--version", engine::versionLine());
     app.fallthrough();
     app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast); // a repeated flag: the last wins
     app.failure_message([](const CLI::App *, const CLI::Error &e) {
@@ -55,6 +55,7 @@ int main(int argc, char **argv)
     commands.push_back(app::cli::makeTokenizeCommand(app, globals));
     commands.push_back(app::cli::makeScoreCommand(app, globals));
     commands.push_back(app::cli::makeGenerateCommand(app, globals));
+    commands.push_back(app::cli::makeDoctorCommand(app, globals));
 
     if (argc == 1 || (argc == 2 && std::string_view(argv[1]) == "--demo")) {
         // No display (or a build without the GUI): the same demo, in the terminal.

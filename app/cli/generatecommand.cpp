@@ -33,6 +33,7 @@ public:
         m_command->add_option("--seed", r.seed, "Random seed for sampling")->capture_default_str();
         m_command->add_flag("!--no-eos-stop", r.stopAtEos, "Keep generating after the end-of-sequence token");
         m_command->add_option("--threads", r.threads, "CPU threads (0 = all cores)");
+        m_command->add_option("--device", r.device, "Device to generate on: cpu, cuda or cuda:N")->capture_default_str();
         m_command->add_flag("--json", m_json, "Print one JSON object at the end instead of streaming");
     }
 

@@ -31,6 +31,7 @@ public:
         m_command->add_option("--adapter", m_request.adapterPath, "PEFT LoRA adapter folder to apply")
             ->check(CLI::ExistingDirectory);
         m_command->add_option("--threads", m_request.threads, "CPU threads (0 = all cores)");
+        m_command->add_option("--device", m_request.device, "Device to score on: cpu, cuda or cuda:N")->capture_default_str();
         m_command->add_flag("--json", m_json, "Print one JSON object");
     }
 

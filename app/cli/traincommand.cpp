@@ -51,6 +51,7 @@ public:
         m_command->add_option("--weight-decay", p.weightDecay, "AdamW weight decay")->capture_default_str();
         m_command->add_option("--grad-clip", p.gradClipNorm, "Clip the gradient norm to this (0 = off)")->capture_default_str();
         m_command->add_option("--threads", m_threads, "CPU threads (default: the setting, else all cores)");
+        m_command->add_option("--device", p.device, "Device to train on: cpu, cuda or cuda:N")->capture_default_str();
         m_command->add_option("--seed", p.seed, "Random seed")->capture_default_str();
         m_command->add_option("--name", p.runName, "Run name (default: model and corpus names)");
         m_command->add_option("--output", p.outputDir, "Folder for the run's files (default: <data dir>/runs/<id>)");

@@ -2,6 +2,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/threads.h"
+#include "engine/core/torchdevice.h"
 #include "engine/model/generation.h"
 #include "engine/model/pretrained.h"
 #include "engine/tokenize/tokenizer.h"
@@ -12,13 +13,16 @@
 namespace engine::infer {
 namespace {
 
-model::LlamaForCausalLM loadModel(const std::string &modelPath, const std::string &adapterPath)
+/// Loads (and merges the adapter) on the CPU, then moves the model to `device`.
+model::LlamaForCausalLM loadModel(const std::string &modelPath, const std::string &adapterPath, const std::string &device)
 {
     if (modelPath.empty())
         throw invalidInput("a model folder is needed (--model)");
+    const torch::Device target = torchDevice(device, "--device");
     model::LlamaForCausalLM model = model::loadPretrained(modelPath);
     if (!adapterPath.empty())
         model::applyPeftLoraAdapter(model, adapterPath);
+    model->to(target);
     return model;
 }
 
@@ -37,7 +41,7 @@ ScoreResult score(const ScoreRequest &request)
     } else {
         result.ids = request.ids;
     }
-    model::LlamaForCausalLM model = loadModel(request.modelPath, request.adapterPath);
+    model::LlamaForCausalLM model = loadModel(request.modelPath, request.adapterPath, request.device);
     result.logprobs = model::scoreLogprobs(model, result.ids);
     const double sum = std::accumulate(result.logprobs.begin(), result.logprobs.end(), 0.0);
     result.meanLoss = -sum / static_cast<double>(result.logprobs.size());
@@ -58,7 +62,7 @@ GenerateResult generate(const GenerateRequest &request, const std::function<void
     options.validate();
 
     const auto tokenizer = tokenize::loadTokenizer(request.modelPath);
-    model::LlamaForCausalLM model = loadModel(request.modelPath, request.adapterPath);
+    model::LlamaForCausalLM model = loadModel(request.modelPath, request.adapterPath, request.device);
     if (request.stopAtEos) {
         if (tokenizer->eosId() >= 0)
             options.stopIds.push_back(tokenizer->eosId());

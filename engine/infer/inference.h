@@ -24,6 +24,7 @@ struct ScoreRequest {
     std::vector<int64_t> ids;     ///< the tokens to score, or empty to tokenize `text`
     std::optional<std::string> text; ///< tokenized with the model folder's tokenizer (special tokens added as HF does)
     int threads = 0;              ///< 0 = all cores
+    std::string device = "cpu";   ///< "cpu", "cuda" or "cuda:N"
 };
 
 struct ScoreResult {
@@ -47,6 +48,7 @@ struct GenerateRequest {
     uint64_t seed = 0;
     bool stopAtEos = true;
     int threads = 0;
+    std::string device = "cpu"; ///< "cpu", "cuda" or "cuda:N"
 };
 
 struct GenerateResult {

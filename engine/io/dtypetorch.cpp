@@ -1,6 +1,6 @@
 #include "engine/io/dtypetorch.h"
 
-#include <torch/version.h>
+#include "engine/core/torchversion.h"
 
 namespace engine::io {
 
@@ -18,7 +18,18 @@ std::optional<c10::ScalarType> toTorchDtype(DType dtype)
     case DType::F32: return c10::ScalarType::Float;
     case DType::F64: return c10::ScalarType::Double;
     case DType::C64: return c10::ScalarType::ComplexFloat;
-    default: return std::nullopt; // unsigned 16/32/64-bit and the 8/6/4-bit floats
+#if TUNEBENCH_TORCH_AT_LEAST(2, 3)
+    case DType::U16: return c10::ScalarType::UInt16;
+    case DType::U32: return c10::ScalarType::UInt32;
+    case DType::U64: return c10::ScalarType::UInt64;
+#endif
+#if TUNEBENCH_TORCH_AT_LEAST(2, 2)
+    case DType::F8E5M2: return c10::ScalarType::Float8_e5m2;
+    case DType::F8E4M3: return c10::ScalarType::Float8_e4m3fn;
+    case DType::F8E5M2Fnuz: return c10::ScalarType::Float8_e5m2fnuz;
+    case DType::F8E4M3Fnuz: return c10::ScalarType::Float8_e4m3fnuz;
+#endif
+    default: return std::nullopt; // what this libtorch has no scalar type for (1.13: U16/U32/U64, F8, F6, F4)
     }
 }
 
@@ -36,6 +47,17 @@ std::optional<DType> fromTorchDtype(c10::ScalarType type)
     case c10::ScalarType::Float: return DType::F32;
     case c10::ScalarType::Double: return DType::F64;
     case c10::ScalarType::ComplexFloat: return DType::C64;
+#if TUNEBENCH_TORCH_AT_LEAST(2, 3)
+    case c10::ScalarType::UInt16: return DType::U16;
+    case c10::ScalarType::UInt32: return DType::U32;
+    case c10::ScalarType::UInt64: return DType::U64;
+#endif
+#if TUNEBENCH_TORCH_AT_LEAST(2, 2)
+    case c10::ScalarType::Float8_e5m2: return DType::F8E5M2;
+    case c10::ScalarType::Float8_e4m3fn: return DType::F8E4M3;
+    case c10::ScalarType::Float8_e5m2fnuz: return DType::F8E5M2Fnuz;
+    case c10::ScalarType::Float8_e4m3fnuz: return DType::F8E4M3Fnuz;
+#endif
     default: return std::nullopt;
     }
 }

@@ -11,7 +11,7 @@
 namespace engine::io {
 
 /// The torch scalar type that holds `dtype` bit for bit, or nothing when this libtorch has none
-/// (libtorch 1.13: U16, U32, U64, the F8 families, F6 and F4).
+/// (libtorch 1.13: U16, U32, U64, the F8 families, F6 and F4; 2.3+: only F8_E8M0, F6 and F4).
 std::optional<c10::ScalarType> toTorchDtype(DType dtype);
 
 /// The safetensors dtype of a torch scalar type, or nothing (ComplexDouble, ComplexHalf, quantized).

@@ -2,6 +2,7 @@
 
 #include "engine/core/error.h"
 
+#include <torch/csrc/jit/passes/tensorexpr_fuser.h>
 #include <torch/script.h>
 
 #include <fstream>
@@ -35,6 +36,11 @@ TorchScriptModule TorchScriptModule::load(const std::filesystem::path &path)
         throw ioError(path.string() + ": cannot open for reading");
     if (std::filesystem::file_size(path, ec) == 0)
         throw invalidInput(path.string() + ": empty file, not a TorchScript module");
+    // The TensorExpr (NNC) CPU fuser, which the profiling executor runs on a method's third call,
+    // hangs for good in Debian 13's libtorch 2.6 (a 2-layer Sequential trained with SGD never
+    // returns; Python's torch 2.6 from the same package does the same). Fused kernels buy little
+    // for the small scripted modules users bring to train or inspect, so it stays off.
+    torch::jit::setTensorExprFuserEnabled(false);
     try {
         torch::jit::Module module = torch::jit::load(path.string(), torch::kCPU);
         return TorchScriptModule(std::move(module), path);

@@ -114,7 +114,7 @@ void savePretrained(LlamaForCausalLM &model, const fs::path &folder, std::uint64
 
     std::vector<std::pair<std::string, torch::Tensor>> tensors;
     for (auto &item : model->named_parameters(true))
-        tensors.emplace_back(item.key(), item.value().detach());
+        tensors.emplace_back(item.key(), item.value().detach().to(torch::kCPU)); // no copy on the CPU
     std::error_code ec;
     fs::create_directories(folder, ec);
     if (ec)

@@ -5,6 +5,7 @@
 #include "engine/core/paths.h"
 #include "engine/core/settings.h"
 #include "engine/core/threads.h"
+#include "engine/core/torchdevice.h"
 #include "engine/model/llamaconfig.h"
 #include "engine/model/llamamodel.h"
 #include "engine/model/pretrained.h"
@@ -52,6 +53,7 @@ struct PreparedJob {
     int64_t corpusTokens = 0;
     std::string tokenizerPath;
     std::filesystem::path weightsFolder; ///< set when the model folder holds weights to start from
+    torch::Device device{torch::kCPU};   ///< checked before the run exists
 };
 
 std::string defaultRunName(const PreparedJob &job)
@@ -65,6 +67,7 @@ std::string defaultRunName(const PreparedJob &job)
 std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &control, TrainingObserver &observer)
 {
     PreparedJob job;
+    job.device = torchDevice(params.device, "setting device");
     job.storePath = params.storePath.empty() ? loadSettings().effectiveStorePath() : std::filesystem::path(params.storePath);
     job.corpusPath = params.dataPath.empty() ? demoCorpusPath() : std::filesystem::path(params.dataPath);
 
@@ -204,6 +207,8 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
         model->initializeWeights(params.seed);
     else
         observer.onLog(LogLevel::Info, "fine-tuning the weights in " + job.weightsFolder.string());
+    const torch::Device device = job.device;
+    model->to(device);
     model->train();
     auto optimizer = makeOptimizer(model, params);
     const std::vector<torch::Tensor> parameters = model->parameters();
@@ -247,7 +252,7 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
             row = order[cursor++];
         }
         const torch::Tensor rows = torch::tensor(batchRows, torch::kInt64);
-        const torch::Tensor batch = job.sequences.index_select(0, rows);
+        const torch::Tensor batch = job.sequences.index_select(0, rows).to(device);
         const torch::Tensor inputs = batch.narrow(1, 0, params.sequenceLength);
         const torch::Tensor labels = batch.narrow(1, 1, params.sequenceLength);
 

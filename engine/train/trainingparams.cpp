@@ -1,6 +1,7 @@
 #include "engine/train/trainingparams.h"
 
 #include "engine/core/error.h"
+#include "engine/core/device.h"
 #include "engine/core/threads.h"
 
 #include <nlohmann/json.hpp>
@@ -47,6 +48,7 @@ void TrainingParams::validate() const
     requireRange("weight decay", weightDecay, 0.0, 10.0);
     requireFinite("gradient clip norm", gradClipNorm);
     requireRange("gradient clip norm", gradClipNorm, 0.0, 1e9);
+    canonicalDeviceName(device, "setting device");
     const int cores = hardwareThreads();
     if (threads < 0 || threads > cores) {
         throw invalidInput("setting threads = " + std::to_string(threads) + " is out of range: this machine has "
@@ -70,6 +72,7 @@ nlohmann::json TrainingParams::toJson() const
         {"weight_decay", weightDecay},
         {"grad_clip_norm", gradClipNorm},
         {"threads", threads},
+        {"device", canonicalDeviceName(device)},
         {"seed", seed},
         {"save_model", saveModel},
     };

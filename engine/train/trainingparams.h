@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -25,6 +27,10 @@ struct TrainingParams {
     double weightDecay = 0.1;
     double gradClipNorm = 1.0;  ///< 0 = no clipping (the norm is still measured)
     int threads = 0;            ///< libtorch threads; 0 = all cores
+    std::string device = "cpu"; ///< where the model trains: "cpu", "cuda", "cuda:N"
+    /// A device map (module prefix, "cpu" / "disk" / "cuda:N"), e.g. a Plan's placements(): the model is
+    /// loaded onto those devices tensor by tensor and trains across them. Empty = all on `device`.
+    std::vector<std::pair<std::string, std::string>> devicePlacement;
     uint64_t seed = 1234;
     bool saveModel = true;      ///< save the trained model (save_pretrained layout + tokenizer) to <output>/model
 

@@ -115,6 +115,22 @@ TEST_F(CliTest, HelpNamesTheOptions)
     EXPECT_EQ(runsHelp.exitCode, 0);
 }
 
+TEST_F(CliTest, DoctorAndVersionNameTheLibtorchInUse)
+{
+    const ProcessResult version = run({"--version"}, "version");
+    EXPECT_EQ(version.exitCode, 0);
+    EXPECT_NE(version.out.find("libtorch "), std::string::npos) << version.out;
+    const ProcessResult doctor = run({"doctor", "--json"}, "doctor");
+    ASSERT_EQ(doctor.exitCode, 0) << doctor.err;
+    const nlohmann::json info = nlohmann::json::parse(doctor.out);
+    EXPECT_NE(version.out.find(info["libtorch"].get<std::string>()), std::string::npos);
+    EXPECT_TRUE(info["cuda"].contains("built_with_cuda"));
+    EXPECT_GE(info["threads"]["libtorch"].get<int>(), 1);
+    const ProcessResult text = run({"doctor"}, "doctor-text");
+    EXPECT_EQ(text.exitCode, 0);
+    EXPECT_NE(text.out.find("libtorch  "), std::string::npos) << text.out;
+}
+
 TEST_F(CliTest, BadSettingsGiveOneClearMessageAndNoRun)
 {
     const std::string store = db("bad.sqlite3");
@@ -129,6 +145,8 @@ TEST_F(CliTest, BadSettingsGiveOneClearMessageAndNoRun)
         {{"--threads", "4096"}, "threads"},
         {{"--data", "/nonexistent/corpus.txt"}, "/nonexistent/corpus.txt"},
         {{"--steps", "many"}, "--steps"},
+        {{"--device", "gpu"}, "'gpu' is not a device"},
+        {{"--device", "cuda:99"}, "device cuda:99"},
     };
     int i = 0;
     for (const Case &c : cases) {

@@ -1,6 +1,8 @@
 // SafetensorsFile: zero-copy tensors over the mapping, their lifetime, copies and conversions.
 
 #include "engine/core/error.h"
+#include "engine/core/torchversion.h"
+#include "engine/io/dtypetorch.h"
 #include "engine/io/safetensorsfile.h"
 #include "iotestsupport.h"
 #include "support/expecterror.h"
@@ -125,16 +127,33 @@ TEST(SafetensorsFile, MisalignedDataIsCopiedNotAliased)
     EXPECT_TRUE(torch::equal(a, torch::tensor({1.5f, -2.25f})));
 }
 
-TEST(SafetensorsFile, RefusesDtypesLibtorchCannotHoldByName)
+TEST(SafetensorsFile, LoadsTheDtypesThisLibtorchHoldsAndRefusesTheRestByName)
 {
     testing_support::TempDir dir("io-f8");
     const auto path = dir / "f8.safetensors";
-    const std::string json = "{\"x\":{\"dtype\":\"F8_E4M3\",\"shape\":[4],\"data_offsets\":[0,4]},"
-                             "\"y\":{\"dtype\":\"U16\",\"shape\":[2],\"data_offsets\":[4,8]}}";
-    io_test::writeBytes(path, io_test::safetensorsBytes(json, io_test::zeros(8)));
+    // x: F8_E4M3 bytes 0x38 (1.0) and 0xC0 (-2.0); y: U16 1 and 65535; z: F6 (no libtorch holds it).
+    const std::string json = "{\"x\":{\"dtype\":\"F8_E4M3\",\"shape\":[2],\"data_offsets\":[0,2]},"
+                             "\"y\":{\"dtype\":\"U16\",\"shape\":[2],\"data_offsets\":[2,6]},"
+                             "\"z\":{\"dtype\":\"F6_E2M3\",\"shape\":[4],\"data_offsets\":[6,9]}}";
+    const std::string data = std::string("\x38\xC0", 2) + std::string("\x01\x00\xFF\xFF", 4) + io_test::zeros(3);
+    io_test::writeBytes(path, io_test::safetensorsBytes(json, data));
     const SafetensorsFile file = SafetensorsFile::open(path); // the header itself is valid
+    const std::string version = torchVersionText();
+#if TUNEBENCH_TORCH_AT_LEAST(2, 2)
+    const torch::Tensor x = file.tensor("x");
+    EXPECT_EQ(x.scalar_type(), c10::ScalarType::Float8_e4m3fn);
+    EXPECT_TRUE(torch::equal(x.to(torch::kFloat), torch::tensor({1.0f, -2.0f})));
+#else
     expectError([&] { file.tensor("x"); }, engine::ErrorKind::InvalidInput,
-                "tensor 'x' has dtype F8_E4M3, which libtorch 1.13 cannot hold");
-    expectError([&] { file.tensor("y"); }, engine::ErrorKind::InvalidInput, "has dtype U16, which libtorch 1.13 cannot hold");
-    expectError([&] { file.tensor("z"); }, engine::ErrorKind::InvalidInput, "no tensor named 'z'");
+                "tensor 'x' has dtype F8_E4M3, which " + version + " cannot hold");
+#endif
+#if TUNEBENCH_TORCH_AT_LEAST(2, 3)
+    const torch::Tensor y = file.tensor("y");
+    EXPECT_EQ(y.scalar_type(), c10::ScalarType::UInt16);
+    EXPECT_TRUE(torch::equal(y.to(torch::kLong), torch::tensor({1, 65535}, torch::kLong)));
+#else
+    expectError([&] { file.tensor("y"); }, engine::ErrorKind::InvalidInput, "has dtype U16, which " + version + " cannot hold");
+#endif
+    expectError([&] { file.tensor("z"); }, engine::ErrorKind::InvalidInput, "has dtype F6_E2M3, which " + version + " cannot hold");
+    expectError([&] { file.tensor("w"); }, engine::ErrorKind::InvalidInput, "no tensor named 'w'");
 }
