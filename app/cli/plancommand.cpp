@@ -158,9 +158,9 @@ public:
 
             Plan plan;
             if (!m_import.empty()) {
-                nlohmann::json document;
+                nlohmann::ordered_json document;
                 try {
-                    document = nlohmann::json::parse(engine::readFile(m_import));
+                    document = nlohmann::ordered_json::parse(engine::readFile(m_import));
                 } catch (const nlohmann::json::exception &e) {
                     throw engine::invalidInput(m_import + ": not valid JSON (" + e.what() + ")");
                 }

@@ -8,15 +8,16 @@ namespace engine::plan {
 namespace {
 
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
-json deviceValue(const std::string &key)
+ojson deviceValue(const std::string &key)
 {
     if (key == "cpu" || key == "disk")
         return key;
     return std::stoi(key);
 }
 
-std::string parseDeviceValue(const json &value, const std::string &where)
+std::string parseDeviceValue(const ojson &value, const std::string &where)
 {
     if (value.is_number_integer() && value.get<int64_t>() >= 0 && value.get<int64_t>() < 256)
         return std::to_string(value.get<int64_t>());
@@ -34,27 +35,30 @@ std::string parseDeviceValue(const json &value, const std::string &where)
 
 } // namespace
 
-json deviceMapJson(const Plan &plan)
+ojson deviceMapJson(const Plan &plan)
 {
-    json map = json::object();
+    ojson map = ojson::object();
     for (const Placement &p : plan.deviceMap)
         map[p.module] = deviceValue(p.device);
     return map;
 }
 
-json exportJson(const Plan &plan)
+ojson exportJson(const Plan &plan)
 {
-    json memory = json::object();
+    ojson memory = ojson::object();
     for (const DeviceSpec &d : plan.devices) {
         if (!d.unbounded() && d.budget > 0)
             memory[d.key()] = d.budget;
     }
-    return {{"device_map", deviceMapJson(plan)}, {"max_memory", memory}};
+    ojson out = ojson::object();
+    out["device_map"] = deviceMapJson(plan);
+    out["max_memory"] = memory;
+    return out;
 }
 
-json planJson(const Plan &plan)
+ojson planJson(const Plan &plan)
 {
-    json devices = json::array();
+    ojson devices = ojson::array();
     for (const DeviceUsage &u : plan.usage) {
         const MemoryBreakdown &m = u.memory;
         devices.push_back({{"device", deviceValue(u.device.key())},
@@ -73,16 +77,16 @@ json planJson(const Plan &plan)
                            {"fits", u.fits},
                            {"verdict", u.verdict}});
     }
-    json lint = json::array();
+    ojson lint = ojson::array();
     for (const LintFinding &f : plan.lint)
         lint.push_back({{"id", f.id}, {"severity", f.severity}, {"message", f.message}, {"fix", f.fix}});
-    json explanations = json::array();
+    ojson explanations = ojson::array();
     for (const Placement &p : plan.deviceMap)
         explanations.push_back(p.explanation);
-    json peak = {{"device", plan.peak.device.empty() ? json(nullptr) : deviceValue(plan.peak.device)},
+    ojson peak = {{"device", plan.peak.device.empty() ? ojson(nullptr) : deviceValue(plan.peak.device)},
                  {"phase", phaseName(plan.peak.phase)},
                  {"bytes", plan.peak.bytes}};
-    return {{"device_map", deviceMapJson(plan)},
+    return ojson{{"device_map", deviceMapJson(plan)},
             {"devices", devices},
             {"peak", peak},
             {"verdict", plan.fits ? "fits" : "does_not_fit"},
@@ -94,18 +98,18 @@ json planJson(const Plan &plan)
             {"no_split", plan.noSplit}};
 }
 
-Plan importDeviceMap(const json &document, const std::string &source, std::vector<DeviceSpec> devices,
+Plan importDeviceMap(const ojson &document, const std::string &source, std::vector<DeviceSpec> devices,
                      const PlanSettings &settings)
 {
     if (!document.is_object())
         throw invalidInput(source + ": a device map must be a JSON object, got " + std::string(document.type_name()));
-    const json *map = &document;
+    const ojson *map = &document;
     if (document.contains("device_map")) {
         map = &document["device_map"];
         if (!map->is_object())
             throw invalidInput(source + ": \"device_map\" must be an object of module name to device");
         if (devices.empty() && document.contains("max_memory")) {
-            const json &memory = document["max_memory"];
+            const ojson &memory = document["max_memory"];
             if (!memory.is_object())
                 throw invalidInput(source + ": \"max_memory\" must be an object of device to size");
             std::string text;

@@ -13,19 +13,19 @@
 namespace engine::plan {
 
 /// Accelerate's device_map object.
-nlohmann::json deviceMapJson(const Plan &plan);
+nlohmann::ordered_json deviceMapJson(const Plan &plan);
 
 /// The export file: {"device_map": ..., "max_memory": {...}} (max_memory keys as strings, values in bytes).
-nlohmann::json exportJson(const Plan &plan);
+nlohmann::ordered_json exportJson(const Plan &plan);
 
 /// `tunebench plan --json`: device_map, devices (budget and each component, bytes), peak, verdict, lint,
 /// explanations, warnings.
-nlohmann::json planJson(const Plan &plan);
+nlohmann::ordered_json planJson(const Plan &plan);
 
 /// An imported map as a Plan skeleton (deviceMap and, when the file has max_memory and `devices` is empty,
 /// the devices). Accepts the export file or a bare device_map object; values 0, 1, ..., "cpu", "disk",
 /// "cuda:N". Throws Error(InvalidInput) naming `source` and the entry. Run Planner::revalidate on it.
-Plan importDeviceMap(const nlohmann::json &document, const std::string &source, std::vector<DeviceSpec> devices,
+Plan importDeviceMap(const nlohmann::ordered_json &document, const std::string &source, std::vector<DeviceSpec> devices,
                      const PlanSettings &settings);
 
 /// A short Python script: loads `modelPath` with this map and max_memory, builds AdamW over trainable
