@@ -1,0 +1,217 @@
+// `tunebench plan`: where every layer of a model goes on the given devices, and whether training fits.
+
+#include "app/cli/command.h"
+#include "app/cli/modelcommandsupport.h"
+
+#include "engine/core/atomicfile.h"
+#include "engine/core/byteunits.h"
+#include "engine/core/error.h"
+#include "engine/plan/devicemapjson.h"
+#include "engine/plan/planner.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace app::cli {
+namespace {
+
+using namespace engine::plan;
+using engine::formatBytes;
+
+std::vector<std::string> splitList(const std::string &text)
+{
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        const size_t a = item.find_first_not_of(" \t"), b = item.find_last_not_of(" \t");
+        if (a != std::string::npos)
+            out.push_back(item.substr(a, b - a + 1));
+    }
+    return out;
+}
+
+// Accelerate's default for a missing cpu budget: 80 % of the RAM available now.
+int64_t defaultCpuBudget()
+{
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    int64_t kib = 0;
+    std::string unit;
+    while (meminfo >> key >> kib >> unit) {
+        if (key == "MemAvailable:")
+            return static_cast<int64_t>(static_cast<double>(kib) * 1024.0 * 0.8);
+    }
+    return int64_t(8) << 30;
+}
+
+std::string cell(int64_t bytes) { return bytes == 0 ? "-" : formatBytes(bytes); }
+
+void printTable(const Plan &plan)
+{
+    const PlanSettings &s = plan.settings;
+    std::string what = "weights only";
+    if (s.train != TrainMode::None) {
+        what = std::string(s.train == TrainMode::Lora ? "LoRA r=" + std::to_string(s.loraRank) : "full fine-tuning")
+            + ", batch " + std::to_string(s.batchSize) + " x " + std::to_string(s.sequenceLength) + " tokens"
+            + (s.checkpointing ? ", checkpointing" : "");
+    }
+    std::printf("%s model, %s, strategy %s, dtype %s: %s\n", plan.modelType.c_str(), what.c_str(),
+                strategyName(s.strategy), s.dtype.empty() ? "as stored" : s.dtype.c_str(),
+                plan.fits ? "FITS" : "DOES NOT FIT");
+    for (const std::string &w : plan.warnings)
+        std::printf("warning: %s\n", w.c_str());
+    std::printf("\n%-6s %11s %11s %10s %10s %10s %11s %10s %10s %11s  %s\n", "device", "budget", "weights", "lora",
+                "gradients", "optimizer", "activations", "logits", "overhead", "peak", "verdict");
+    for (const DeviceUsage &u : plan.usage) {
+        if (u.peakBytes == 0 && u.device.kind == DeviceKind::Disk)
+            continue;
+        const MemoryBreakdown &m = u.memory;
+        std::printf("%-6s %11s %11s %10s %10s %10s %11s %10s %10s %11s  %s\n", deviceLabel(u.device).c_str(),
+                    u.device.budget > 0 ? formatBytes(u.device.budget).c_str() : "-", cell(m.weights).c_str(),
+                    cell(m.lora).c_str(), cell(m.gradients).c_str(), cell(m.optimizer).c_str(),
+                    cell(m.activations).c_str(), cell(m.logits).c_str(), cell(m.overhead).c_str(),
+                    cell(u.peakBytes).c_str(), u.verdict.c_str());
+    }
+    if (!plan.peak.device.empty())
+        std::printf("\npeak: %s, %s, %s\n", plan.peak.device.c_str(), phaseName(plan.peak.phase),
+                    formatBytes(plan.peak.bytes).c_str());
+    std::printf("\ndevice map:\n");
+    for (const Placement &p : plan.deviceMap)
+        std::printf("  %s\n", p.explanation.c_str());
+    if (!plan.lint.empty()) {
+        std::printf("\nlint:\n");
+        for (const LintFinding &f : plan.lint)
+            std::printf("  [%s] %s: %s\n      fix: %s\n", f.severity.c_str(), f.id.c_str(), f.message.c_str(), f.fix.c_str());
+    }
+}
+
+class PlanCommand : public Command {
+public:
+    explicit PlanCommand(CLI::App &app)
+    {
+        m_command = app.add_subcommand("plan", "Device map and training memory of a model on given devices");
+        m_command->footer(
+            "Budgets: --max-memory 0=15GiB,1=15GiB,cpu=13GiB[,disk=...] (integers are bytes; KB/MB/GB are powers of\n"
+            "10, KiB/MiB/GiB of 2). Weights-only plans equal Accelerate's infer_auto_device_map. Training plans add\n"
+            "gradients, AdamW state, activations, logits and 1 GiB runtime overhead per GPU.\n"
+            "Examples:\n"
+            "  tunebench plan --model chatglm-6b --max-memory 0=15GiB,1=15GiB,cpu=13GiB --dtype float16 \\\n"
+            "      --train lora --lora-r 32 --lora-targets query_key_value --batch-size 3\n"
+            "  tunebench plan --model DIR --max-memory 0=24GB,cpu=64GB --json --output device_map.json\n"
+            "  tunebench plan --model DIR --import device_map.json");
+        m_command->add_option("--model", m_model, "Model folder or config.json")->required();
+        m_command->add_option("--max-memory", m_maxMemory, "Budgets: 0=15GiB,1=15GiB,cpu=13GiB[,disk=...]");
+        m_command->add_option("--strategy", m_strategy, "sequential | balanced | balanced_low_0 | auto (default)");
+        m_command->add_option("--no-split", m_noSplit, "Classes never split (CLASS[,CLASS...] or none; default: the decoder layer)");
+        m_command->add_option("--dtype", m_dtype, "float16 | bfloat16 | float32 (default: as config/checkpoint)");
+        m_command->add_option("--train", m_train, "none (default) | lora | full");
+        m_command->add_option("--lora-r", m_settings.loraRank, "LoRA rank (default 8)");
+        m_command->add_option("--lora-targets", m_loraTargets, "Modules LoRA adapts, e.g. q_proj,v_proj");
+        m_command->add_option("--batch-size", m_settings.batchSize, "Sequences per step (default 8)");
+        m_command->add_option("--seq-len", m_settings.sequenceLength, "Tokens per sequence (default 128)");
+        m_command->add_flag("--checkpointing", m_settings.checkpointing, "Gradient checkpointing per decoder layer");
+        m_command->add_flag("--json", m_json, "Print one JSON object");
+        m_command->add_option("--output", m_output, "Write the device map for Accelerate (JSON with max_memory; a .py snippet beside it)");
+        m_command->add_option("--import", m_import, "Validate a device map JSON against the model");
+    }
+
+    CLI::App *subcommand() const override { return m_command; }
+
+    int run() override
+    {
+        return reportingErrors([this] {
+            PlanSettings settings = m_settings;
+            settings.strategy = parseStrategy(m_strategy, "--strategy");
+            settings.train = parseTrainMode(m_train, "--train");
+            settings.dtype = m_dtype;
+            planDtypeBytes(settings.dtype);
+            if (m_command->count("--no-split"))
+                settings.noSplit = m_noSplit == "none" ? std::vector<std::string>{} : splitList(m_noSplit);
+            if (!m_loraTargets.empty())
+                settings.loraTargets = splitList(m_loraTargets);
+            checkSettings(settings);
+
+            const Planner planner(planModelFromPath(m_model));
+            std::vector<DeviceSpec> devices;
+            std::vector<std::string> notes;
+            if (m_command->count("--max-memory")) {
+                devices = parseMaxMemory(m_maxMemory);
+            } else if (m_import.empty()) {
+                throw engine::invalidInput("--max-memory is required: give budgets such as 0=15GiB,1=15GiB,cpu=13GiB");
+            }
+            if (!devices.empty() && findDevice(devices, "cpu") < 0) {
+                DeviceSpec cpu;
+                cpu.kind = DeviceKind::Cpu;
+                cpu.name = "CPU RAM";
+                cpu.budget = defaultCpuBudget();
+                const auto at = std::find_if(devices.begin(), devices.end(), [](const DeviceSpec &d) { return !d.isGpu(); });
+                devices.insert(at, cpu);
+                notes.push_back("--max-memory has no cpu budget: using 80 % of the RAM available now ("
+                                + formatBytes(cpu.budget) + "), as Accelerate does");
+            }
+
+            Plan plan;
+            if (!m_import.empty()) {
+                nlohmann::ordered_json document;
+                try {
+                    document = nlohmann::ordered_json::parse(engine::readFile(m_import));
+                } catch (const nlohmann::json::exception &e) {
+                    throw engine::invalidInput(m_import + ": not valid JSON (" + e.what() + ")");
+                }
+                Plan imported = importDeviceMap(document, m_import, devices, settings);
+                imported.modelType = planner.model().tree.modelType;
+                imported.warnings = planner.model().warnings;
+                plan = planner.revalidate(imported);
+            } else {
+                plan = planner.plan(devices, settings);
+                bool placedInMemory = false;
+                for (const Placement &p : plan.deviceMap)
+                    placedInMemory = placedInMemory || p.device != "disk";
+                if (!placedInMemory && !plan.minimums.empty()) {
+                    std::string minimums;
+                    for (const std::string &m : plan.minimums)
+                        minimums += (minimums.empty() ? "" : "; ") + m;
+                    throw engine::invalidInput("--max-memory: the budgets are too small for any layer (everything would go to "
+                                               "disk): " + minimums);
+                }
+            }
+            for (const std::string &n : notes)
+                plan.warnings.push_back(n);
+
+            if (!m_output.empty()) {
+                engine::writeFileAtomically(m_output, exportJson(plan).dump(2) + "\n");
+                std::filesystem::path snippet = m_output;
+                snippet.replace_extension(".py");
+                engine::writeFileAtomically(snippet, pythonSnippet(plan, m_model));
+            }
+            if (m_json) {
+                std::cout << planJson(plan).dump() << "\n";
+            } else {
+                printTable(plan);
+                if (!m_output.empty())
+                    std::printf("\nwrote %s and %s\n", m_output.c_str(),
+                                std::filesystem::path(m_output).replace_extension(".py").c_str());
+            }
+            return static_cast<int>(ExitOk);
+        });
+    }
+
+private:
+    CLI::App *m_command = nullptr;
+    PlanSettings m_settings;
+    std::string m_model, m_maxMemory, m_strategy = "auto", m_noSplit, m_dtype, m_train = "none", m_loraTargets;
+    std::string m_output, m_import;
+    bool m_json = false;
+};
+
+} // namespace
+
+std::unique_ptr<Command> makePlanCommand(CLI::App &app, const GlobalOptions &) { return std::make_unique<PlanCommand>(app); }
+
+} // namespace app::cli

@@ -1,0 +1,210 @@
+#include "engine/plan/devicemapjson.h"
+
+#include "engine/core/byteunits.h"
+#include "engine/core/error.h"
+#include "engine/plan/planner.h"
+
+namespace engine::plan {
+namespace {
+
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+ojson deviceValue(const std::string &key)
+{
+    if (key == "cpu" || key == "disk")
+        return key;
+    return std::stoi(key);
+}
+
+std::string parseDeviceValue(const ojson &value, const std::string &where)
+{
+    if (value.is_number_integer() && value.get<int64_t>() >= 0 && value.get<int64_t>() < 256)
+        return std::to_string(value.get<int64_t>());
+    if (value.is_string()) {
+        const std::string s = value.get<std::string>();
+        if (s == "cpu" || s == "disk")
+            return s;
+        if (s.rfind("cuda:", 0) == 0 && s.size() > 5 && s.find_first_not_of("0123456789", 5) == std::string::npos)
+            return std::to_string(std::stoi(s.substr(5)));
+        if (!s.empty() && s.size() < 4 && s.find_first_not_of("0123456789") == std::string::npos)
+            return s;
+    }
+    throw invalidInput(where + " is " + value.dump() + ": a device is a GPU index (0, 1, ...), \"cpu\" or \"disk\"");
+}
+
+} // namespace
+
+ojson deviceMapJson(const Plan &plan)
+{
+    ojson map = ojson::object();
+    for (const Placement &p : plan.deviceMap)
+        map[p.module] = deviceValue(p.device);
+    return map;
+}
+
+ojson exportJson(const Plan &plan)
+{
+    ojson memory = ojson::object();
+    for (const DeviceSpec &d : plan.devices) {
+        if (!d.unbounded() && d.budget > 0)
+            memory[d.key()] = d.budget;
+    }
+    ojson out = ojson::object();
+    out["device_map"] = deviceMapJson(plan);
+    out["max_memory"] = memory;
+    return out;
+}
+
+ojson planJson(const Plan &plan)
+{
+    ojson devices = ojson::array();
+    for (const DeviceUsage &u : plan.usage) {
+        const MemoryBreakdown &m = u.memory;
+        devices.push_back({{"device", deviceValue(u.device.key())},
+                           {"name", u.device.name},
+                           {"budget", u.device.budget},
+                           {"weights", m.weights},
+                           {"lora", m.lora},
+                           {"gradients", m.gradients},
+                           {"optimizer", m.optimizer},
+                           {"activations", m.activations},
+                           {"logits", m.logits},
+                           {"overhead", m.overhead},
+                           {"total", u.peakBytes},
+                           {"free", u.device.budget > 0 ? u.device.budget - u.peakBytes : 0},
+                           {"peak_phase", phaseName(u.peakPhase)},
+                           {"fits", u.fits},
+                           {"verdict", u.verdict}});
+    }
+    ojson lint = ojson::array();
+    for (const LintFinding &f : plan.lint)
+        lint.push_back({{"id", f.id}, {"severity", f.severity}, {"message", f.message}, {"fix", f.fix}});
+    ojson explanations = ojson::array();
+    for (const Placement &p : plan.deviceMap)
+        explanations.push_back(p.explanation);
+    ojson peak = {{"device", plan.peak.device.empty() ? ojson(nullptr) : deviceValue(plan.peak.device)},
+                 {"phase", phaseName(plan.peak.phase)},
+                 {"bytes", plan.peak.bytes}};
+    return ojson{{"device_map", deviceMapJson(plan)},
+            {"devices", devices},
+            {"peak", peak},
+            {"verdict", plan.fits ? "fits" : "does_not_fit"},
+            {"lint", lint},
+            {"explanations", explanations},
+            {"warnings", plan.warnings},
+            {"strategy", strategyName(plan.settings.strategy)},
+            {"train", trainModeName(plan.settings.train)},
+            {"no_split", plan.noSplit}};
+}
+
+Plan importDeviceMap(const ojson &document, const std::string &source, std::vector<DeviceSpec> devices,
+                     const PlanSettings &settings)
+{
+    if (!document.is_object())
+        throw invalidInput(source + ": a device map must be a JSON object, got " + std::string(document.type_name()));
+    const ojson *map = &document;
+    if (document.contains("device_map")) {
+        map = &document["device_map"];
+        if (!map->is_object())
+            throw invalidInput(source + ": \"device_map\" must be an object of module name to device");
+        if (devices.empty() && document.contains("max_memory")) {
+            const ojson &memory = document["max_memory"];
+            if (!memory.is_object())
+                throw invalidInput(source + ": \"max_memory\" must be an object of device to size");
+            std::string text;
+            for (const auto &[key, value] : memory.items()) {
+                const std::string size = value.is_string() ? value.get<std::string>()
+                                         : value.is_number_integer() ? std::to_string(value.get<int64_t>())
+                                                                     : value.dump();
+                text += (text.empty() ? "" : ",") + key + "=" + size;
+            }
+            if (!text.empty())
+                devices = parseMaxMemory(text);
+        }
+    }
+    Plan plan;
+    plan.settings = settings;
+    for (const auto &[module, value] : map->items()) {
+        const std::string key = parseDeviceValue(value, source + ": device_map[\"" + module + "\"]");
+        plan.deviceMap.push_back({module, key, {}});
+    }
+    if (plan.deviceMap.empty())
+        throw invalidInput(source + ": the device map is empty");
+    // Devices the map names but the budgets do not: added without a budget (no verdict for them).
+    for (const Placement &p : plan.deviceMap) {
+        if (findDevice(devices, p.device) >= 0)
+            continue;
+        DeviceSpec d;
+        if (p.device == "cpu") {
+            d.kind = DeviceKind::Cpu;
+            d.name = "CPU RAM";
+        } else if (p.device == "disk") {
+            d.kind = DeviceKind::Disk;
+            d.name = "disk";
+        } else {
+            d.kind = DeviceKind::Gpu;
+            d.index = std::stoi(p.device);
+            d.name = "GPU " + p.device;
+            d.overheadBytes = kDefaultGpuOverheadBytes;
+        }
+        if (!devices.empty() && !devices.front().name.empty() && d.kind == DeviceKind::Gpu)
+            throw invalidInput(source + ": device_map[\"" + p.module + "\"] is on GPU " + p.device
+                               + ", which --max-memory does not give");
+        devices.push_back(d);
+    }
+    std::stable_sort(devices.begin(), devices.end(), [](const DeviceSpec &a, const DeviceSpec &b) {
+        const auto rank = [](const DeviceSpec &d) { return d.isGpu() ? d.index : d.kind == DeviceKind::Cpu ? 1000 : 1001; };
+        return rank(a) < rank(b);
+    });
+    plan.devices = devices;
+    return plan;
+}
+
+std::string pythonSnippet(const Plan &plan, const std::string &modelPath)
+{
+    std::string memory;
+    for (const DeviceSpec &d : plan.devices) {
+        if (d.unbounded() || d.budget <= 0)
+            continue;
+        memory += (memory.empty() ? "" : ", ") + (d.isGpu() ? d.key() : "\"" + d.key() + "\"") + ": "
+            + std::to_string(d.budget);
+    }
+    const bool lora = plan.settings.train == TrainMode::Lora;
+    const std::string dtype = plan.settings.dtype.empty() ? "auto" : "torch." + plan.settings.dtype;
+    std::string s;
+    s += "# Generated by `tunebench plan`: load with this device map and train without the cross-device pitfalls.\n";
+    s += "import json\nimport torch\nfrom accelerate import Accelerator\nfrom transformers import AutoModelForCausalLM\n";
+    if (lora)
+        s += "from peft import LoraConfig, get_peft_model\n";
+    s += "\nwith open(\"device_map.json\") as f:\n    device_map = json.load(f)[\"device_map\"]\n";
+    s += "max_memory = {" + memory + "}\n";
+    s += "model = AutoModelForCausalLM.from_pretrained(\n    \"" + modelPath + "\", device_map=device_map, max_memory=max_memory,\n"
+         "    torch_dtype=" + (dtype == "auto" ? std::string("\"auto\"") : dtype) + ", offload_folder=\"offload\")\n";
+    if (lora) {
+        std::string targets;
+        for (const std::string &t : plan.settings.loraTargets.empty() ? defaultLoraTargets(plan.modelType)
+                                                                      : plan.settings.loraTargets)
+            targets += (targets.empty() ? "\"" : ", \"") + t + "\"";
+        s += "model = get_peft_model(model, LoraConfig(r=" + std::to_string(plan.settings.loraRank)
+            + ", target_modules=[" + targets + "], task_type=\"CAUSAL_LM\"))  # adapters stay fp32\n";
+    }
+    if (plan.settings.checkpointing)
+        s += "model.gradient_checkpointing_enable()\nmodel.enable_input_require_grads()\n";
+    s += "model.train()\n";
+    s += "# Only trainable parameters go to the optimizer.\n";
+    s += "optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=2e-4)\n";
+    s += "# Never accelerator.prepare(model), .to(...), DDP: the model is already dispatched. Prepare the rest only.\n";
+    s += "accelerator = Accelerator()\noptimizer = accelerator.prepare(optimizer)\n\n";
+    s += "def train_step(batch):\n";
+    s += "    first = next(model.parameters()).device\n";
+    s += "    input_ids = batch[\"input_ids\"].to(first)\n";
+    s += "    out = model(input_ids=input_ids, labels=input_ids)  # labels follow the logits' device inside forward\n";
+    s += "    out.loss.backward()\n";
+    s += "    # Combines per-device norms; torch.nn.utils.clip_grad_norm_ fails across devices.\n";
+    s += "    accelerator.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)\n";
+    s += "    optimizer.step()\n    optimizer.zero_grad(set_to_none=True)\n    return out.loss.item()\n";
+    return s;
+}
+
+} // namespace engine::plan

@@ -1,0 +1,35 @@
+#pragma once
+// Plans as JSON: Accelerate's device_map ({"model.embed_tokens": 0, "model.layers.14": "cpu", ...},
+// GPU indices as integers), the export file {"device_map": ..., "max_memory": {"0": bytes, "cpu": bytes}},
+// the CLI's --json object, importing a map back, and a Python snippet that loads and trains with it.
+
+#include "engine/plan/plan.h"
+
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace engine::plan {
+
+/// Accelerate's device_map object.
+nlohmann::ordered_json deviceMapJson(const Plan &plan);
+
+/// The export file: {"device_map": ..., "max_memory": {...}} (max_memory keys as strings, values in bytes).
+nlohmann::ordered_json exportJson(const Plan &plan);
+
+/// `tunebench plan --json`: device_map, devices (budget and each component, bytes), peak, verdict, lint,
+/// explanations, warnings.
+nlohmann::ordered_json planJson(const Plan &plan);
+
+/// An imported map as a Plan skeleton (deviceMap and, when the file has max_memory and `devices` is empty,
+/// the devices). Accepts the export file or a bare device_map object; values 0, 1, ..., "cpu", "disk",
+/// "cuda:N". Throws Error(InvalidInput) naming `source` and the entry. Run Planner::revalidate on it.
+Plan importDeviceMap(const nlohmann::ordered_json &document, const std::string &source, std::vector<DeviceSpec> devices,
+                     const PlanSettings &settings);
+
+/// A short Python script: loads `modelPath` with this map and max_memory, builds AdamW over trainable
+/// parameters only, clips gradients across devices with Accelerate, and never re-dispatches the model.
+std::string pythonSnippet(const Plan &plan, const std::string &modelPath);
+
+} // namespace engine::plan

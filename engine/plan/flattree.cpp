@@ -1,0 +1,99 @@
+#include "engine/plan/flattree.h"
+
+#include <functional>
+
+namespace engine::plan {
+namespace {
+
+// Bytes per element and whether it is floating, for the dtype names a tree can hold.
+void dtypeTraits(const std::string &dtype, int64_t &bytes, bool &isFloat)
+{
+    isFloat = true;
+    bytes = model::dtypeSize(dtype);
+    if (bytes != 0)
+        return;
+    isFloat = false;
+    if (dtype == "int8" || dtype == "uint8" || dtype == "bool")
+        bytes = 1;
+    else if (dtype == "int16")
+        bytes = 2;
+    else if (dtype == "int32")
+        bytes = 4;
+    else if (dtype == "int64")
+        bytes = 8;
+    else if (dtype.rfind("float8", 0) == 0) {
+        bytes = 1;
+        isFloat = true;
+    } else
+        bytes = 4;
+}
+
+} // namespace
+
+int FlatTree::find(std::string_view name) const
+{
+    const auto it = byName.find(std::string(name));
+    return it == byName.end() ? -1 : it->second;
+}
+
+FlatTree flatten(const model::ModuleTree &tree)
+{
+    FlatTree flat;
+    flat.tiedGroups = tree.tiedParameters;
+    const std::function<int(const model::ModuleNode &, int)> visit = [&](const model::ModuleNode &module, int parent) {
+        const int index = static_cast<int>(flat.nodes.size());
+        FlatNode node;
+        node.name = module.name;
+        node.localName = module.name.substr(module.name.rfind('.') == std::string::npos ? 0 : module.name.rfind('.') + 1);
+        node.className = module.className;
+        node.parent = parent;
+        flat.nodes.push_back(std::move(node));
+        for (const model::ParameterInfo &p : module.parameters) {
+            FlatNode param;
+            param.name = module.name.empty() ? p.name : module.name + "." + p.name;
+            param.localName = p.name;
+            param.className = "Parameter";
+            param.parent = index;
+            param.isParam = true;
+            param.shape = p.shape;
+            param.numel = p.numel();
+            dtypeTraits(p.dtype, param.elementBytes, param.isFloat);
+            param.tiedDuplicate = !p.tiedTo.empty();
+            const int paramIndex = static_cast<int>(flat.nodes.size());
+            param.end = paramIndex + 1;
+            flat.nodes.push_back(std::move(param));
+            flat.nodes[index].items.push_back(paramIndex);
+        }
+        for (const model::ModuleNode &child : module.children) {
+            const int childIndex = visit(child, index);
+            flat.nodes[index].items.push_back(childIndex);
+            flat.nodes[index].childModules.push_back(childIndex);
+        }
+        flat.nodes[index].end = static_cast<int>(flat.nodes.size());
+        return index;
+    };
+    visit(tree.root, -1);
+    flat.byName.reserve(flat.nodes.size());
+    for (size_t i = 0; i < flat.nodes.size(); ++i)
+        flat.byName.emplace(flat.nodes[i].name, static_cast<int>(i));
+    return flat;
+}
+
+std::vector<int64_t> moduleSizes(const FlatTree &tree, int64_t targetBytes)
+{
+    std::vector<int64_t> sizes(tree.nodes.size(), 0);
+    for (size_t i = tree.nodes.size(); i-- > 0;) {
+        const FlatNode &node = tree.nodes[i];
+        if (node.isParam && !node.tiedDuplicate) {
+            int64_t bytes = node.elementBytes;
+            if (targetBytes > 0 && node.isFloat)
+                bytes = std::min(bytes, targetBytes);
+            sizes[i] = node.numel * bytes;
+        }
+        if (node.parent >= 0)
+            sizes[node.parent] += sizes[i];
+    }
+    return sizes;
+}
+
+} // namespace engine::plan

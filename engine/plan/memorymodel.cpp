@@ -1,0 +1,307 @@
+// Training memory per module.
+//
+// Persistent state per parameter (FORMATS.md "Training memory"; HF "model memory anatomy"):
+//   weights    numel x bytes of the planned dtype (never upcast, as Accelerate sizes them)
+//   gradients  trainable numel x 4 when the weights are 16-bit (mixed precision keeps fp32 master
+//              gradients) or x 4 in fp32
+//   optimizer  AdamW: 8 B per trainable parameter (exp_avg, exp_avg_sq in fp32), plus a 4 B fp32 master
+//              copy when full training runs over 16-bit weights (2 + 4 + 4 + 8 = 18 B/param, HF's figure)
+//   LoRA       per adapted Linear [out, in]: A [r, in] + B [out, r] in fp32 (PEFT's autocast_adapter_dtype
+//              keeps adapters fp32 over a 16-bit base): 4 B weights + 4 B grads + 8 B AdamW per element
+//
+// Saved activations of one LLaMA decoder layer (Hugging Face's eager LlamaDecoderLayer, which our
+// engine's layer mirrors), for B = b*s tokens, hidden h, a heads of size d (a*d = h), kv heads g,
+// intermediate f, element size e (2 for fp16/bf16, 4 for fp32), S = b*a*s*s attention scores. What
+// autograd keeps, op by op (a mul keeps the operand the *other* input's gradient needs; a matmul keeps
+// both operands when both require grad; a Linear keeps its input only when its weight is trained):
+//   input_layernorm (RMSNorm in fp32): x.float() kept by pow and mul          4*B*h
+//       normed (fp16 after .to()), kept by weight*normed for the weight grad  e*B*h   (full only)
+//       rstd                                                                  4*B
+//   q/k/v_proj: their shared input (the norm's output)                       e*B*h   (full only)
+//   RoPE: q*cos + rotate_half(q)*sin keeps only cos/sin (no grad)             0
+//   repeat_kv (GQA) materialises k, v at a heads; q@k^T keeps q and k         2*e*B*h  (g only changes the
+//       projections' weights, not the saved set, because k/v are repeated before the matmul)
+//   softmax in fp32 keeps its output; .to(e) copy kept by probs@v            4*S + e*S (e*S only when e != 4)
+//   probs@v keeps v (repeated)                                                e*B*h
+//   o_proj input (attention context, contiguous)                              e*B*h   (full only)
+//   post_attention_layernorm                                                  as input_layernorm
+//   gate_proj, up_proj input                                                  e*B*h   (full only)
+//   silu keeps its input g; mul keeps silu(g) and up                          3*e*B*f
+//   down_proj input silu(g)*up                                                e*B*f   (full only)
+// Summed (llamaBlockSavedBytes), full fine-tuning: norms 2*(4+e)*B*h + 8*B, attention 5*e*B*h + (4+e')*S,
+// MLP e*B*h + 4*e*B*f, i.e. B*h*(8 + 8e) + 8*B + (4 + e')*S + 4*e*B*f (e' = e when e != 4, else 0),
+// which for fp16 is 24*B*h + 6*S + 8*B*f (+8B): Korthikanti et al. (2022) give 34*B*h + 5*S for a GPT
+// layer with fp16 softmax and dropout masks; the LLaMA layer has no dropout, an fp32 softmax (6*S
+// instead of 5*S) and a SwiGLU MLP (8*B*f with f ~ 2.7h instead of GPT's 16*B*h + 2*B*h).
+// LoRA (frozen base): the norms keep only 4*B*h (fp32 input), frozen Linears keep nothing, and each
+// adapted Linear keeps its input cast to fp32 (4*B*in; in fp32 the shared input once) plus A's output 4*B*r.
+// GPT-style blocks (gpt2, ChatGLM-6B): LayerNorm keeps its input e*B*h (+ 8*B mean/rstd), the fused
+// qkv output 3*e*B*h, the softmax 4*S (+ e*S), GELU its input e*B*f, trained Linears their input.
+// Gradient checkpointing (per decoder layer): each layer keeps only its input e*B*h; during backward
+// one layer's full set is rebuilt (`recompute`) on top.
+// Loss: the head's logits in fp32 (4*B*V) and log_softmax's output (4*B*V) are kept through forward;
+// backward starts with the gradient of the log-probabilities and of the logits (8*B*V).
+// Working set of one block's backward: the softmax gradients (8*S + e*S) or the MLP's (2*e*B*f), plus
+// four hidden-sized gradients (4*e*B*h). AdamW's step makes two fp32 temporaries per parameter.
+
+#include "engine/plan/memorymodel.h"
+
+#include "engine/core/error.h"
+
+#include <algorithm>
+#include <set>
+
+namespace engine::plan {
+namespace {
+
+enum class Role { Other, Norm, Q, K, V, Qkv, AttnOut, Gate, Up, Down, MlpIn, MlpOut, FinalNorm, Head, Embedding };
+
+Role roleOf(const FlatTree &t, int node, const std::string &family, bool insideBlock)
+{
+    const FlatNode &n = t.nodes[node];
+    const std::string &local = n.localName;
+    const std::string parent = n.parent >= 0 ? t.nodes[n.parent].localName : "";
+    if (n.className == "Embedding")
+        return Role::Embedding;
+    if (!insideBlock) {
+        if (local == "lm_head")
+            return Role::Head;
+        if (local == "norm" || local == "ln_f" || local == "final_layernorm")
+            return Role::FinalNorm;
+        return Role::Other;
+    }
+    if (n.className == "LayerNorm" || n.className.find("RMSNorm") != std::string::npos)
+        return Role::Norm;
+    if (family == "llama") {
+        if (local == "q_proj") return Role::Q;
+        if (local == "k_proj") return Role::K;
+        if (local == "v_proj") return Role::V;
+        if (local == "o_proj") return Role::AttnOut;
+        if (local == "gate_proj") return Role::Gate;
+        if (local == "up_proj") return Role::Up;
+        if (local == "down_proj") return Role::Down;
+    } else if (family == "gpt") {
+        if (local == "c_attn" || local == "query_key_value") return Role::Qkv;
+        if ((local == "c_proj" && parent == "attn") || (local == "dense" && parent == "attention")) return Role::AttnOut;
+        if (local == "c_fc" || local == "dense_h_to_4h") return Role::MlpIn;
+        if ((local == "c_proj" && parent == "mlp") || local == "dense_4h_to_h") return Role::MlpOut;
+    }
+    return Role::Other;
+}
+
+// [out, in] of a Linear/Conv1D-like module's weight (Conv1D stores [in, out]).
+void linearShape(const FlatTree &t, int node, int64_t &out, int64_t &in)
+{
+    out = in = 0;
+    for (const int item : t.nodes[node].items) {
+        const FlatNode &p = t.nodes[item];
+        if (p.isParam && p.localName == "weight" && p.shape.size() == 2) {
+            const bool conv1d = t.nodes[node].className == "Conv1D";
+            out = conv1d ? p.shape[1] : p.shape[0];
+            in = conv1d ? p.shape[0] : p.shape[1];
+        }
+    }
+}
+
+} // namespace
+
+int64_t llamaBlockSavedBytes(int64_t b, int64_t s, int64_t h, int64_t a, int64_t f, int64_t e)
+{
+    const int64_t B = b * s, S = b * a * s * s;
+    const int64_t norms = 2 * (4 * B * h + e * B * h + 4 * B);
+    const int64_t attention = e * B * h /*qkv input*/ + 3 * e * B * h /*q, k, v*/ + (4 + (e != 4 ? e : 0)) * S
+        + e * B * h /*o_proj input*/;
+    const int64_t mlp = e * B * h + 3 * e * B * f + e * B * f;
+    return norms + attention + mlp;
+}
+
+int64_t NodeCosts::ownCost(int node) const
+{
+    return weights[node] + lora[node] + gradients[node] + optimizer[node] + saved[node] + logitsForward[node]
+        + logitsBackward[node];
+}
+
+std::vector<int64_t> NodeCosts::placementSizes(const FlatTree &tree) const
+{
+    std::vector<int64_t> sizes(tree.nodes.size(), 0);
+    for (size_t i = tree.nodes.size(); i-- > 0;) {
+        sizes[i] += ownCost(static_cast<int>(i));
+        if (tree.nodes[i].parent >= 0)
+            sizes[tree.nodes[i].parent] += sizes[i];
+    }
+    return sizes;
+}
+
+NodeCosts computeCosts(const FlatTree &t, const PlanModel &model, const PlanSettings &settings, int64_t weightBytes,
+                       const std::vector<char> &noSplit)
+{
+    const size_t count = t.nodes.size();
+    NodeCosts c;
+    c.weights.assign(count, 0);
+    c.lora.assign(count, 0);
+    c.gradients.assign(count, 0);
+    c.optimizer.assign(count, 0);
+    c.saved.assign(count, 0);
+    c.recompute.assign(count, 0);
+    c.working.assign(count, 0);
+    c.logitsForward.assign(count, 0);
+    c.logitsBackward.assign(count, 0);
+    c.optimizerTemp.assign(count, 0);
+    c.trainable.assign(count, 0);
+    c.loraTarget.assign(count, 0);
+    c.block.assign(count, 0);
+    c.weightBytes = weightBytes;
+    const std::vector<int64_t> sizes = moduleSizes(t, weightBytes);
+
+    // The compute dtype: the planned dtype, else the tree's.
+    int64_t e = weightBytes > 0 ? weightBytes : model::dtypeSize(model.tree.dtype);
+    if (e == 0)
+        e = 4;
+    c.activationBytes = e;
+    const bool training = settings.train != TrainMode::None;
+    const bool full = settings.train == TrainMode::Full;
+    const bool lora = settings.train == TrainMode::Lora;
+    const bool mixed = e != 4;
+    const ArchInfo &arch = model.arch;
+    const int64_t B = settings.batchSize * settings.sequenceLength;
+    const int64_t S = settings.batchSize * std::max<int64_t>(arch.heads, 1) * settings.sequenceLength * settings.sequenceLength;
+
+    // Blocks: the no-split modules (decoder layers); LoRA targets by last name component.
+    std::vector<std::string> targets = settings.loraTargets.empty() ? defaultLoraTargets(model.tree.modelType)
+                                                                    : settings.loraTargets;
+    std::set<std::string> targetsSeen;
+    std::vector<int> blockOf(count, -1);
+    for (size_t i = 0; i < count; ++i) {
+        const FlatNode &n = t.nodes[i];
+        if (noSplit[i] && blockOf[i] < 0) {
+            c.block[i] = 1;
+            for (int j = static_cast<int>(i); j < n.end; ++j)
+                blockOf[j] = static_cast<int>(i);
+        }
+        if (lora && !n.isParam && n.childModules.empty()
+            && std::find(targets.begin(), targets.end(), n.localName) != targets.end()) {
+            int64_t out = 0, in = 0;
+            linearShape(t, static_cast<int>(i), out, in);
+            if (out > 0) {
+                c.loraTarget[i] = 1;
+                targetsSeen.insert(n.localName);
+            }
+        }
+    }
+    if (lora) {
+        for (const std::string &target : targets) {
+            if (!targetsSeen.count(target))
+                throw invalidInput("--lora-targets: \"" + target + "\" names no Linear module of this " + model.tree.modelType
+                                   + " model (e.g. " + defaultLoraTargets(model.tree.modelType).front() + ")");
+        }
+    }
+
+    // Parameters.
+    for (size_t i = 0; i < count; ++i) {
+        const FlatNode &n = t.nodes[i];
+        if (!n.isParam)
+            continue;
+        c.weights[i] = sizes[i];
+        const bool trained = full && !n.tiedDuplicate && n.isFloat;
+        c.trainable[i] = full ? (n.isFloat ? 1 : 0) : (lora && c.loraTarget[n.parent] ? 1 : 0);
+        if (trained) {
+            c.gradients[i] = n.numel * (mixed ? 4 : 4);
+            c.optimizer[i] = n.numel * (8 + (mixed ? 4 : 0));
+            c.optimizerTemp[i] = n.numel * 8;
+        }
+    }
+    // LoRA adapters on their Linear module.
+    if (lora) {
+        for (size_t i = 0; i < count; ++i) {
+            if (!c.loraTarget[i])
+                continue;
+            int64_t out = 0, in = 0;
+            linearShape(t, static_cast<int>(i), out, in);
+            const int64_t elements = settings.loraRank * (in + out);
+            c.lora[i] = 4 * elements;
+            c.gradients[i] = 4 * elements;
+            c.optimizer[i] = 8 * elements;
+            c.optimizerTemp[i] = 8 * settings.loraRank * std::max(in, out);
+        }
+    }
+
+    // Activations (training only).
+    if (training) {
+        const std::string &family = arch.family;
+        const int64_t h = arch.hidden;
+        const int64_t f = arch.intermediate;
+        const int64_t ad = arch.heads * arch.headDim;
+        const int64_t softmax = (4 + (e != 4 ? e : 0)) * S;
+        const auto trainedModule = [&](int node) { return full && node >= 0; };
+        // Input groups already saved in fp32 by a LoRA sibling (fp32 models share one input).
+        std::set<std::pair<int, int>> loraInputSaved;
+        for (size_t i = 0; i < count; ++i) {
+            const FlatNode &n = t.nodes[i];
+            if (n.isParam || !n.childModules.empty())
+                continue;
+            const int node = static_cast<int>(i);
+            const int blk = blockOf[i];
+            const Role role = roleOf(t, node, family, blk >= 0);
+            int64_t out = 0, in = 0;
+            linearShape(t, node, out, in);
+            int64_t saved = 0;
+            int group = 0;
+            switch (role) {
+            case Role::Norm:
+            case Role::FinalNorm:
+                if (family == "llama")
+                    saved = 4 * B * h + (full ? e * B * h : 0) + 4 * B;
+                else
+                    saved = e * B * h + 8 * B;
+                if (role == Role::FinalNorm && full)
+                    saved += e * B * h; // the head's input
+                break;
+            case Role::Q: saved = (trainedModule(node) ? e * B * h : 0) + e * B * ad; group = 1; break;
+            case Role::K: saved = e * B * ad; group = 1; break;
+            case Role::V: saved = e * B * ad + softmax; group = 1; break;
+            case Role::Qkv: saved = (trainedModule(node) ? e * B * h : 0) + 3 * e * B * h + softmax; group = 1; break;
+            case Role::AttnOut: saved = trainedModule(node) ? e * B * in : 0; group = 2; break;
+            case Role::Gate: saved = (trainedModule(node) ? e * B * h : 0) + 2 * e * B * f; group = 3; break;
+            case Role::Up: saved = e * B * f; group = 3; break;
+            case Role::Down: saved = trainedModule(node) ? e * B * f : 0; group = 4; break;
+            case Role::MlpIn: saved = (trainedModule(node) ? e * B * h : 0) + e * B * f; group = 3; break;
+            case Role::MlpOut: saved = trainedModule(node) ? e * B * in : 0; group = 4; break;
+            case Role::Head:
+                c.logitsForward[i] = 8 * B * out;
+                c.logitsBackward[i] = 8 * B * out;
+                break;
+            case Role::Embedding: break;
+            case Role::Other:
+                if (out > 0 && blk >= 0)
+                    saved = (full ? e * B * in : 0) + e * B * out;
+                else if (out == 0 && blk >= 0 && !t.nodes[i].items.empty())
+                    saved = e * B * h; // a norm-like module
+                break;
+            }
+            if (c.loraTarget[i] && in > 0) {
+                const bool shared = e == 4 && !loraInputSaved.insert({blk, group ? group : node + 100}).second;
+                saved += (shared ? 0 : 4 * B * in) + 4 * B * settings.loraRank;
+            }
+            c.saved[i] = saved;
+        }
+        // Blocks: working set, and checkpointing moves the saved set into `recompute`.
+        for (size_t i = 0; i < count; ++i) {
+            if (!c.block[i])
+                continue;
+            int64_t full_set = 0;
+            for (int j = static_cast<int>(i); j < t.nodes[i].end; ++j)
+                full_set += c.saved[j];
+            c.working[i] = std::max(8 * S + e * S, 2 * e * B * f) + 4 * e * B * h;
+            if (settings.checkpointing) {
+                for (int j = static_cast<int>(i); j < t.nodes[i].end; ++j)
+                    c.saved[j] = 0;
+                c.saved[i] = e * B * h;
+                c.recompute[i] = full_set;
+            }
+        }
+    }
+
+    return c;
+}
+
+} // namespace engine::plan

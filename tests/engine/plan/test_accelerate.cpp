@@ -1,0 +1,146 @@
+// Weights-only planning against Accelerate's infer_auto_device_map / get_balanced_memory /
+// clean_device_map. Every expected map below is derived by hand from the published algorithm
+// (accelerate/utils/modeling.py) on plan_fixtures::tinyModel (embed 100 B, four 300 B no-split
+// blocks of attn 100 B + mlp 200 B, norm 20 B, lm_head 100 B or tied = 0 B; total 1420 B untied).
+
+#include "engine/plan/accelerate.h"
+#include "engine/plan/planner.h"
+#include "planfixtures.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+using namespace engine::plan;
+
+namespace {
+
+std::map<std::string, std::string> mapOf(const Plan &plan)
+{
+    std::map<std::string, std::string> out;
+    for (const Placement &p : plan.deviceMap)
+        out[p.module] = p.device;
+    return out;
+}
+
+Plan weightsOnly(const PlanModel &model, const std::string &maxMemory, Strategy strategy)
+{
+    PlanSettings settings;
+    settings.strategy = strategy;
+    return Planner(model).plan(parseMaxMemory(maxMemory), settings);
+}
+
+using Map = std::map<std::string, std::string>;
+
+} // namespace
+
+// 0=250,1=1000,cpu=1000, sequential. The largest layer is a block (300 B). GPU 0 is a main device, so
+// its usable size is 250 - 300 < 0: nothing fits, not even embed (100 B); Accelerate records a
+// minimum of 100 + 300 = 400 B for it and moves on. GPU 1 keeps no reserve: embed, then `layers`
+// (1200 B) is split, blocks 0-2 fill it to exactly 1000 (<= is allowed), block 3 moves on. cpu is a
+// main device again; by then the largest remaining layer is lm_head (100 B), so 900 B are usable and
+// block 3, norm and lm_head go there.
+TEST(AccelerateParity, ReserveRuleLeavesSmallGpuEmpty)
+{
+    const Plan plan = weightsOnly(plan_fixtures::tinyModel(), "0=250,1=1000,cpu=1000", Strategy::Sequential);
+    EXPECT_EQ(mapOf(plan), (Map{{"embed", "1"}, {"layers.0", "1"}, {"layers.1", "1"}, {"layers.2", "1"},
+                                {"layers.3", "cpu"}, {"norm", "cpu"}, {"lm_head", "cpu"}}));
+    ASSERT_EQ(plan.minimums.size(), 1u);
+    EXPECT_NE(plan.minimums[0].find("GPU 0 would need at least 400 B"), std::string::npos) << plan.minimums[0];
+    EXPECT_EQ(plan.usageOf("0")->memory.weights, 0);
+    EXPECT_EQ(plan.usageOf("1")->memory.weights, 1000);
+    // The explanation names why block 3 left GPU 1.
+    for (const Placement &p : plan.deviceMap) {
+        if (p.module == "layers.3")
+            EXPECT_NE(p.explanation.find("GPU 1 had 0 B left"), std::string::npos) << p.explanation;
+    }
+}
+
+// Tied lm_head (0 B of its own). 0=700,cpu=10000, sequential. embed holds one half of the tied group
+// and lm_head the other, so embed is placed together with lm_head (cost 100 + 0). GPU 0's usable size
+// is 700 - 300 = 400: embed (100) + block 0 (300) = 400 fit, block 1 does not; the rest goes to cpu.
+// lm_head ends on GPU 0 although it comes last in the model.
+TEST(AccelerateParity, TiedParametersStayTogether)
+{
+    const Plan plan = weightsOnly(plan_fixtures::tinyModel(4, true), "0=700,cpu=10000", Strategy::Sequential);
+    EXPECT_EQ(mapOf(plan), (Map{{"embed", "0"}, {"lm_head", "0"}, {"layers.0", "0"}, {"layers.1", "cpu"},
+                                {"layers.2", "cpu"}, {"layers.3", "cpu"}, {"norm", "cpu"}}));
+    for (const LintFinding &f : plan.lint)
+        EXPECT_NE(f.id, "tied_parameters_split");
+}
+
+// 0=500,cpu=500, sequential. GPU 0: usable 500 - 300 = 200: embed (100) fits; then `layers` is split
+// and block 0 needs 100 + 300 > 200. cpu: usable 500 - 300 = 200 < 300, nothing fits (minimum
+// 300 + 300 = 600). Everything else goes to disk, and clean_device_map collapses the four blocks
+// into "layers".
+TEST(AccelerateParity, SpillsToDisk)
+{
+    const Plan plan = weightsOnly(plan_fixtures::tinyModel(), "0=500,cpu=500", Strategy::Sequential);
+    EXPECT_EQ(mapOf(plan), (Map{{"embed", "0"}, {"layers", "disk"}, {"norm", "disk"}, {"lm_head", "disk"}}));
+    ASSERT_EQ(plan.minimums.size(), 1u);
+    EXPECT_NE(plan.minimums[0].find("cpu would need at least 600 B"), std::string::npos) << plan.minimums[0];
+    EXPECT_EQ(plan.usageOf("disk")->memory.weights, 1320);
+}
+
+// 0=2000,1=2000,cpu=5000.
+// sequential: GPU 0 usable 2000 - 300 = 1700 >= 1420, everything fits, the map is {"": 0}.
+// balanced: get_balanced_memory: per_gpu = 1420 // 2 = 710; buffer = int(1.25 * max(first Block = 300,
+//   mean of the 11 final modules = int(1420 / 11) = 129)) = 375; GPU 0 gets min(1085, 2000) = 1085, the
+//   last GPU keeps 2000. GPU 0 usable 1085 - 300 = 785: embed + blocks 0, 1 (700); block 2 (1000) goes to
+//   GPU 1 with the rest.
+// balanced_low_0: per_gpu = 1420 // 1 + 375; GPU 0 = min(max(0, 1420 - 2000), 2000) = 0, so GPU 1 takes
+//   the whole model (1420 <= 2000, no reserve on GPU 1) and the map is {"": 1}.
+TEST(AccelerateParity, BalancedSequentialLowZero)
+{
+    const PlanModel model = plan_fixtures::tinyModel();
+    EXPECT_EQ(mapOf(weightsOnly(model, "0=2000,1=2000,cpu=5000", Strategy::Sequential)), (Map{{"", "0"}}));
+    const Map balanced{{"embed", "0"}, {"layers.0", "0"}, {"layers.1", "0"}, {"layers.2", "1"},
+                       {"layers.3", "1"}, {"norm", "1"}, {"lm_head", "1"}};
+    EXPECT_EQ(mapOf(weightsOnly(model, "0=2000,1=2000,cpu=5000", Strategy::Balanced)), balanced);
+    EXPECT_EQ(mapOf(weightsOnly(model, "0=2000,1=2000,cpu=5000", Strategy::Auto)), balanced);
+    EXPECT_EQ(mapOf(weightsOnly(model, "0=2000,1=2000,cpu=5000", Strategy::BalancedLow0)), (Map{{"", "1"}}));
+
+    const FlatTree flat = flatten(model.tree);
+    AutoMapInput in{&flat, moduleSizes(flat, 0), noSplitFlags(flat, {"Block"}), true};
+    const auto devices = parseMaxMemory("0=2000,1=2000,cpu=5000");
+    EXPECT_EQ(balancedMemory(in, devices, false), (std::vector<int64_t>{1085, 2000, 5000}));
+    EXPECT_EQ(balancedMemory(in, devices, true), (std::vector<int64_t>{0, 2000, 5000}));
+}
+
+// 0=250,1=250,cpu=250: a block (300 B) is larger than every device. GPU 0 (reserve 300) takes nothing,
+// GPU 1 takes embed (100), no block fits anywhere: cpu (usable 250 - 300) takes nothing, and all blocks,
+// norm and lm_head go to disk. With --no-split none the blocks may be split: GPU 1 then also takes
+// block 0's attn (100 + 100 <= 250), and the block's mlp (200) goes on.
+TEST(AccelerateParity, NoSplitLargerThanAnyDevice)
+{
+    const PlanModel model = plan_fixtures::tinyModel();
+    const Plan plan = weightsOnly(model, "0=250,1=250,cpu=250", Strategy::Sequential);
+    EXPECT_EQ(mapOf(plan), (Map{{"embed", "1"}, {"layers", "disk"}, {"norm", "disk"}, {"lm_head", "disk"}}));
+    EXPECT_EQ(plan.minimums.size(), 2u); // GPU 0 and cpu
+
+    // Without no-split classes the largest layer is mlp (200 B). GPU 0: usable 250 - 200 = 50, nothing fits
+    // (embed 100). GPU 1: embed, then layers.0.attn (200 <= 250); layers.0.mlp does not fit (and cannot
+    // split). cpu: usable 250 - 200 = 50: nothing. Disk takes the rest.
+    PlanSettings settings;
+    settings.strategy = Strategy::Sequential;
+    settings.noSplit = std::vector<std::string>{};
+    const Plan split = Planner(model).plan(parseMaxMemory("0=250,1=250,cpu=250"), settings);
+    EXPECT_EQ(mapOf(split), (Map{{"embed", "1"}, {"layers.0.attn", "1"}, {"layers.0.mlp", "disk"}, {"layers.1", "disk"},
+                                 {"layers.2", "disk"}, {"layers.3", "disk"}, {"norm", "disk"}, {"lm_head", "disk"}}));
+}
+
+// clean_device_map's rule: a parent is collapsed only when more than one key lies under it and all agree.
+TEST(AccelerateParity, CleanCollapsesToCoarsestNames)
+{
+    const PlanModel model = plan_fixtures::tinyModel(2);
+    const FlatTree flat = flatten(model.tree);
+    const auto node = [&](const char *name) { return flat.find(name); };
+    std::vector<PlacedItem> placed = {{node("embed"), 0, 0},        {node("layers.0"), 0, 0},
+                                      {node("layers.1.attn"), 0, 0}, {node("layers.1.mlp"), 0, 0},
+                                      {node("norm"), 1, 0},          {node("lm_head"), 1, 0}};
+    EXPECT_EQ(cleanDeviceMap(flat, placed),
+              (std::vector<MapEntry>{{"embed", 0}, {"layers", 0}, {"norm", 1}, {"lm_head", 1}}));
+    for (PlacedItem &p : placed)
+        p.device = 1;
+    EXPECT_EQ(cleanDeviceMap(flat, placed), (std::vector<MapEntry>{{"", 1}}));
+}

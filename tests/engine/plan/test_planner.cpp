@@ -1,0 +1,298 @@
+// Plans of real model configs (tests/data/model/configs), training-aware plans, the lint, and the
+// drag-and-revalidate edit.
+
+#include "engine/plan/memorymodel.h"
+#include "engine/plan/planner.h"
+#include "planfixtures.h"
+#include "support/expecterror.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+using namespace engine::plan;
+using engine::ErrorKind;
+using testing_support::expectError;
+
+namespace {
+
+const std::filesystem::path kConfigs = std::filesystem::path(TUNEBENCH_TEST_DATA) / "model" / "configs";
+
+Planner plannerFor(const char *config) { return Planner(planModelFromPath(kConfigs / config)); }
+
+std::set<std::string> lintIds(const Plan &plan)
+{
+    std::set<std::string> ids;
+    for (const LintFinding &f : plan.lint)
+        ids.insert(f.id);
+    return ids;
+}
+
+PlanSettings chatglmLora()
+{
+    PlanSettings s;
+    s.dtype = "float16";
+    s.train = TrainMode::Lora;
+    s.loraRank = 32;
+    s.loraTargets = {"query_key_value"};
+    s.batchSize = 3;
+    return s;
+}
+
+} // namespace
+
+// ChatGLM-6B in fp16: embedding 130528 x 4096 x 2 = 1,069,285,376 B; a GLMBlock 201,379,840 params =
+// 402,759,680 B; final LayerNorm 16,384 B; lm_head tied (0 B). Total 12,346,572,800 B.
+// auto = balanced: per_gpu = 12,346,572,800 // 2 + int(1.25 * 402,759,680) = 6,173,286,400 + 503,449,600
+// = 6,676,736,000 for GPU 0; GPU 1 keeps 15 GiB. `transformer` does not fit and is split; the embedding is
+// placed with its tied lm_head; the largest remaining layer is then a block, so GPU 0's usable size is
+// 6,676,736,000 - 402,759,680 = 6,273,976,320: the embedding + 12 blocks (5,902,401,536 B); block 12 would
+// make 6,305,161,216. GPU 1 (no reserve) takes blocks 12-27 and the final LayerNorm.
+TEST(PlanConfigs, ChatGlmWeightsOnlyMap)
+{
+    PlanSettings s;
+    s.dtype = "float16";
+    const Plan plan = plannerFor("chatglm-6b.json").plan(parseMaxMemory("0=15GiB,1=15GiB,cpu=13GiB"), s);
+    std::map<std::string, std::string> expected{{"transformer.word_embeddings", "0"}, {"lm_head", "0"},
+                                                {"transformer.final_layernorm", "1"}};
+    for (int i = 0; i < 28; ++i)
+        expected["transformer.layers." + std::to_string(i)] = i < 12 ? "0" : "1";
+    std::map<std::string, std::string> actual;
+    for (const Placement &p : plan.deviceMap)
+        actual[p.module] = p.device;
+    EXPECT_EQ(actual, expected);
+    EXPECT_EQ(plan.usageOf("0")->memory.weights, 1'069'285'376LL + 12 * 402'759'680LL);
+    EXPECT_EQ(plan.usageOf("1")->memory.weights, 16 * 402'759'680LL + 16'384);
+    EXPECT_TRUE(plan.fits);
+    EXPECT_EQ(plan.deviceMap.size(), 31u);
+}
+
+// The case: LoRA r=32 on query_key_value, batch 3 x 128, two 15 GiB T4s and 13 GiB of RAM.
+TEST(PlanConfigs, ChatGlmLoraOnTwoT4s)
+{
+    auto devices = parseMaxMemory("0=15GiB,1=15GiB,cpu=13GiB");
+    for (DeviceSpec &d : devices) {
+        if (d.isGpu()) {
+            const int64_t budget = d.budget;
+            applyGpuPreset(d, *findGpuPreset("T4"));
+            d.budget = budget;
+        }
+    }
+    const Plan plan = plannerFor("chatglm-6b.json").plan(devices, chatglmLora());
+    EXPECT_TRUE(plan.fits);
+    const DeviceUsage &g0 = *plan.usageOf("0");
+    const DeviceUsage &g1 = *plan.usageOf("1");
+    // Everything on the two GPUs, nothing on cpu or disk.
+    EXPECT_EQ(g0.memory.weights + g1.memory.weights, 12'346'572'800LL);
+    EXPECT_EQ(plan.usageOf("cpu")->memory.weights, 0);
+    // LoRA: 28 blocks x 32 x (4096 + 12288) fp32 parameters = 58,720,256 B, each with 4 B gradients and 8 B AdamW.
+    const int64_t lora = g0.memory.lora + g1.memory.lora;
+    EXPECT_EQ(lora, 28LL * 32 * (4096 + 12288) * 4);
+    EXPECT_EQ(g0.memory.overhead, kDefaultGpuOverheadBytes);
+    EXPECT_GT(g0.memory.activations + g1.memory.activations, 0);
+    // The logits (130528 x 384 tokens, fp32, and log-softmax) sit with lm_head, which follows the embedding.
+    EXPECT_EQ(plan.deviceOf("lm_head"), plan.deviceOf("transformer.word_embeddings"));
+    EXPECT_GE(plan.usageOf(plan.deviceOf("lm_head"))->memory.logits, 8LL * 384 * 130528);
+    for (const DeviceUsage &u : plan.usage) {
+        if (u.device.isGpu())
+            EXPECT_LE(u.peakBytes, u.device.budget) << u.verdict;
+    }
+    const auto ids = lintIds(plan);
+    EXPECT_TRUE(ids.count("clip_grad_norm_across_devices"));
+    EXPECT_TRUE(ids.count("optimizer_trainable_only"));
+    EXPECT_TRUE(ids.count("no_redispatch"));
+    EXPECT_TRUE(ids.count("fp16_training_loss_scaling"));
+    EXPECT_TRUE(ids.count("lora_adapters_fp32"));
+    EXPECT_FALSE(ids.count("does_not_fit"));
+    EXPECT_FALSE(ids.count("trainable_on_disk"));
+    for (const Placement &p : plan.deviceMap)
+        EXPECT_FALSE(p.explanation.empty());
+    EXPECT_NE(plan.peak.device, "");
+
+    // bf16 on T4s is refused by the lint.
+    PlanSettings bf16 = chatglmLora();
+    bf16.dtype = "bfloat16";
+    EXPECT_TRUE(lintIds(plannerFor("chatglm-6b.json").plan(devices, bf16)).count("bf16_unsupported"));
+}
+
+TEST(PlanConfigs, LlamaFamily)
+{
+    PlanSettings s;
+    s.dtype = "float16";
+    // Llama-2-7B fp16 (13.5 GB) on one 24 GB GPU: fits whole, as Accelerate says {"": 0}.
+    const Plan one = plannerFor("llama-2-7b.json").plan(parseMaxMemory("0=24GB,cpu=64GB"), s);
+    ASSERT_EQ(one.deviceMap.size(), 1u);
+    EXPECT_EQ(one.deviceMap[0].module, "");
+    EXPECT_EQ(one.deviceMap[0].device, "0");
+    EXPECT_EQ(one.usageOf("0")->memory.weights, 6'738'415'616LL * 2);
+
+    // Llama-3-8B on a 10 GiB GPU: GPU 0 keeps room for the largest layer (the 1 GiB embedding or lm_head),
+    // so what it holds stays within 10 GiB minus that layer.
+    const Plan small = plannerFor("llama-3.1-8b.json").plan(parseMaxMemory("0=10GiB,cpu=30GiB"), s);
+    const int64_t embedding = 128256LL * 4096 * 2;
+    EXPECT_LE(small.usageOf("0")->memory.weights, (10LL << 30) - embedding);
+    EXPECT_GT(small.usageOf("cpu")->memory.weights, 0);
+    EXPECT_EQ(small.usageOf("0")->memory.weights + small.usageOf("cpu")->memory.weights, 8'030'261'248LL * 2);
+    EXPECT_EQ(small.deviceOf("model.embed_tokens"), "0");
+    EXPECT_EQ(small.deviceOf("lm_head"), "cpu");
+
+    // Mistral-7B balanced over two GPUs splits at layer granularity (MistralDecoderLayer never split).
+    const Plan two = plannerFor("mistral-7b-v0.1.json").plan(parseMaxMemory("0=10GiB,1=10GiB,cpu=30GiB"), s);
+    EXPECT_EQ(two.noSplit, std::vector<std::string>{"MistralDecoderLayer"});
+    for (const Placement &p : two.deviceMap)
+        EXPECT_EQ(p.module.find(".self_attn"), std::string::npos) << p.module;
+    EXPECT_GT(two.usageOf("0")->memory.weights, 0);
+    EXPECT_GT(two.usageOf("1")->memory.weights, 0);
+}
+
+// Qwen2-0.5B ties lm_head to model.embed_tokens (151936 x 896, 272 MB in bf16): wherever the
+// embedding goes, lm_head goes, and it costs nothing of its own.
+TEST(PlanConfigs, Qwen2TiedAndGpt2)
+{
+    const Planner qwen = plannerFor("qwen2-0.5b.json");
+    PlanSettings s;
+    s.strategy = Strategy::Sequential;
+    const Plan plan = qwen.plan(parseMaxMemory("0=400MB,cpu=8GB"), s);
+    EXPECT_EQ(plan.deviceOf("lm_head"), plan.deviceOf("model.embed_tokens"));
+    EXPECT_EQ(plan.deviceOf("lm_head"), "0");
+    int64_t total = 0;
+    for (const DeviceUsage &u : plan.usage)
+        total += u.memory.weights;
+    EXPECT_EQ(total, qwen.model().tree.parameterBytes());
+
+    const Planner gpt2 = plannerFor("gpt2.json");
+    const Plan g = gpt2.plan(parseMaxMemory("0=200MB,cpu=8GB"), s);
+    EXPECT_EQ(g.deviceOf("lm_head"), g.deviceOf("transformer.wte"));
+    EXPECT_EQ(g.noSplit, std::vector<std::string>{"GPT2Block"});
+    // Moving the tied lm_head away from wte by hand is flagged.
+    const Plan moved = gpt2.move(g, "lm_head", g.deviceOf("transformer.wte") == "0" ? "cpu" : "0");
+    EXPECT_TRUE(lintIds(moved).count("tied_parameters_split"));
+}
+
+// Training memory on the tiny fixture, worked by hand (float32, full fine-tuning: weights 4 B, gradients
+// 4 B, AdamW 8 B per parameter; the fixture's lm_head is a 25-element vector, so it has no logits).
+TEST(PlanTraining, FullFineTuningComponents)
+{
+    PlanSettings s;
+    s.train = TrainMode::Full;
+    s.batchSize = 1;
+    s.sequenceLength = 1;
+    const Plan plan = Planner(plan_fixtures::tinyModel()).plan(parseMaxMemory("cpu=1GB"), s);
+    const DeviceUsage &cpu = *plan.usageOf("cpu");
+    // Optimizer step: weights + gradients + moments + AdamW's temporaries for the largest tensor (8 x 50 B).
+    EXPECT_EQ(cpu.optimizerBytes, 1420 + 1420 + 2840 + 400);
+    EXPECT_EQ(plan.usageOf("cpu")->peakPhase, Phase::OptimizerStep);
+    EXPECT_EQ(cpu.memory.weights, 1420);
+    EXPECT_EQ(cpu.memory.gradients, 1420);
+    EXPECT_EQ(cpu.memory.optimizer, 2840);
+}
+
+TEST(PlanTraining, CheckpointingAndLoraShrinkActivations)
+{
+    const Planner llama = plannerFor("llama-2-7b.json");
+    PlanSettings s;
+    s.dtype = "bfloat16";
+    s.train = TrainMode::Lora;
+    s.loraRank = 16;
+    s.batchSize = 4;
+    s.sequenceLength = 512;
+    const auto devices = parseMaxMemory("0=80GB,cpu=64GB");
+    const Plan lora = llama.plan(devices, s);
+    s.checkpointing = true;
+    const Plan ckpt = llama.plan(devices, s);
+    EXPECT_LT(ckpt.usageOf("0")->memory.activations, lora.usageOf("0")->memory.activations / 4);
+    s.checkpointing = false;
+    s.train = TrainMode::Full;
+    const Plan full = llama.plan(devices, s);
+    EXPECT_GT(full.usageOf("0")->backwardBytes - full.usageOf("0")->memory.weights,
+              lora.usageOf("0")->backwardBytes - lora.usageOf("0")->memory.weights);
+    // Full bf16 training of 7B on one 80 GB GPU: 18 B/param = 121 GB of model states: does not fit, and
+    // what does not fit on the GPU is trained on cpu or disk.
+    EXPECT_FALSE(full.fits && full.usageOf("0")->memory.weights == 6'738'415'616LL * 2);
+    EXPECT_TRUE(lintIds(full).count("clip_grad_norm_across_devices") || lintIds(full).count("does_not_fit"));
+}
+
+// The LLaMA block formula written out: B*h*(8 + 8e) + 8*B + (4 + e')*S + 4*e*B*f.
+TEST(PlanTraining, LlamaBlockFormula)
+{
+    const int64_t b = 2, s = 16, h = 64, a = 4, f = 172;
+    const int64_t B = b * s, S = b * a * s * s;
+    EXPECT_EQ(llamaBlockSavedBytes(b, s, h, a, f, 2), B * h * 24 + 8 * B + 6 * S + 8 * B * f);
+    EXPECT_EQ(llamaBlockSavedBytes(b, s, h, a, f, 4), B * h * 40 + 8 * B + 4 * S + 16 * B * f);
+}
+
+// Dragging a layer: the breakdown and lint follow at once; moving it back restores the plan's sums.
+TEST(PlanEdit, MoveAndRevalidate)
+{
+    const Planner planner = plannerFor("llama-2-7b.json");
+    PlanSettings s;
+    s.dtype = "float16";
+    s.train = TrainMode::Lora;
+    const Plan plan = planner.plan(parseMaxMemory("0=10GiB,1=10GiB,cpu=30GiB"), s);
+    const std::string from = plan.deviceOf("model.layers.3");
+    const std::string to = from == "0" ? "1" : "0";
+    const Plan moved = planner.move(plan, "model.layers.3", to);
+    EXPECT_EQ(moved.deviceOf("model.layers.3"), to);
+    const int64_t layer = 202'383'360LL * 2; // q,k,v,o 4 x 4096^2 + 3 x 4096 x 11008 + 2 x 4096
+    EXPECT_EQ(moved.usageOf(to)->memory.weights, plan.usageOf(to)->memory.weights + layer);
+    EXPECT_EQ(moved.usageOf(from)->memory.weights, plan.usageOf(from)->memory.weights - layer);
+    const Plan back = planner.move(moved, "model.layers.3", from);
+    EXPECT_EQ(back.usageOf(from)->memory, plan.usageOf(from)->memory);
+    EXPECT_EQ(back.usageOf(to)->memory, plan.usageOf(to)->memory);
+    // The map stays in coarsest form.
+    std::set<std::string> modules;
+    for (const Placement &p : back.deviceMap)
+        modules.insert(p.module);
+    EXPECT_TRUE(modules.count("model.layers.3"));
+    // Placements for the dispatched loader use torch device strings.
+    for (const auto &[module, device] : back.placements())
+        EXPECT_TRUE(device == "cuda:0" || device == "cuda:1" || device == "cpu" || device == "disk") << device;
+
+    expectError([&] { planner.move(plan, "model.layers.99", "0"); }, ErrorKind::InvalidInput, "no module");
+    expectError([&] { planner.move(plan, "model.layers.3", "7"); }, ErrorKind::InvalidInput, "no device");
+}
+
+TEST(PlanLint, Pitfalls)
+{
+    const Planner planner = plannerFor("llama-2-7b.json");
+    PlanSettings s;
+    s.dtype = "float16";
+    s.train = TrainMode::Lora;
+    s.strategy = Strategy::BalancedLow0;
+    s.quantization = "nf4";
+    s.dataParallel = true;
+    const Plan plan = planner.plan(parseMaxMemory("0=6GiB,1=6GiB,cpu=30GiB"), s);
+    const auto ids = lintIds(plan);
+    for (const char *id : {"balanced_low_0_training", "quantized_offload_training", "data_parallel_dispatched",
+                           "labels_device", "optimizer_trainable_only"})
+        EXPECT_TRUE(ids.count(id)) << id;
+    for (const LintFinding &f : plan.lint) {
+        EXPECT_FALSE(f.message.empty()) << f.id;
+        EXPECT_FALSE(f.fix.empty()) << f.id;
+        EXPECT_TRUE(f.severity == "error" || f.severity == "warning") << f.id;
+    }
+    // Trainable parameters on disk: full fine-tuning that spills.
+    PlanSettings full;
+    full.train = TrainMode::Full;
+    full.dtype = "float16";
+    const Plan spill = planner.plan(parseMaxMemory("0=4GiB,cpu=4GiB"), full);
+    EXPECT_TRUE(lintIds(spill).count("trainable_on_disk"));
+    EXPECT_FALSE(spill.fits || lintIds(spill).count("does_not_fit") == 0);
+}
+
+TEST(PlanBadInput, SettingsAndTargets)
+{
+    const Planner planner = plannerFor("chatglm-6b.json");
+    const auto devices = parseMaxMemory("0=15GiB,cpu=13GiB");
+    PlanSettings s = chatglmLora();
+    s.loraTargets = {"q_proj"};
+    expectError([&] { planner.plan(devices, s); }, ErrorKind::InvalidInput, "\"q_proj\" names no Linear");
+    s = chatglmLora();
+    s.batchSize = 0;
+    expectError([&] { planner.plan(devices, s); }, ErrorKind::InvalidInput, "--batch-size");
+    s = chatglmLora();
+    s.dtype = "int4";
+    expectError([&] { planner.plan(devices, s); }, ErrorKind::InvalidInput, "--dtype");
+}
