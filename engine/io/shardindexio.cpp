@@ -62,11 +62,20 @@ void removeStaleWeights(const std::filesystem::path &folder, const std::set<std:
 void forEachCheckpointTensor(const std::filesystem::path &modelFolder, const TensorLoadOptions &options,
                              const std::function<void(const std::string &, torch::Tensor)> &visit)
 {
+    forEachCheckpointTensorInfo(
+        modelFolder, [&](const SafetensorsHeader &, const TensorInfo &) { return options; },
+        [&](const TensorInfo &info, torch::Tensor tensor) { visit(info.name, std::move(tensor)); });
+}
+
+void forEachCheckpointTensorInfo(const std::filesystem::path &modelFolder,
+                                 const std::function<TensorLoadOptions(const SafetensorsHeader &, const TensorInfo &)> &optionsFor,
+                                 const std::function<void(const TensorInfo &, torch::Tensor)> &visit)
+{
     const CheckpointFiles files = locateCheckpoint(modelFolder);
     if (!files.index) {
         const SafetensorsFile file = SafetensorsFile::open(files.shards.front());
         for (const TensorInfo &info : file.header().tensors)
-            visit(info.name, file.tensor(info.name, options));
+            visit(info, file.tensor(info.name, optionsFor(file.header(), info)));
         return;
     }
     for (const std::filesystem::path &shard : files.shards) {
@@ -74,10 +83,11 @@ void forEachCheckpointTensor(const std::filesystem::path &modelFolder, const Ten
         for (const auto &[name, owner] : files.tensorToShard) {
             if (owner != shard)
                 continue;
-            if (!file.contains(name))
+            const TensorInfo *info = file.header().find(name);
+            if (!info)
                 throw invalidInput(files.index->string() + ": lists tensor '" + name + "' in shard "
                                    + shard.filename().string() + ", but that shard has no such tensor");
-            visit(name, file.tensor(name, options));
+            visit(*info, file.tensor(name, optionsFor(file.header(), *info)));
         }
     }
 }

@@ -20,6 +20,12 @@ namespace engine::io {
 void forEachCheckpointTensor(const std::filesystem::path &modelFolder, const TensorLoadOptions &options,
                              const std::function<void(const std::string &, torch::Tensor)> &visit);
 
+/// forEachCheckpointTensor with the load options chosen per tensor from its file's header and entry
+/// (for loaders that put each tensor somewhere else), the entry passed on to `visit`.
+void forEachCheckpointTensorInfo(const std::filesystem::path &modelFolder,
+                                 const std::function<TensorLoadOptions(const SafetensorsHeader &, const TensorInfo &)> &optionsFor,
+                                 const std::function<void(const TensorInfo &, torch::Tensor)> &visit);
+
 /// All tensors of the checkpoint in `modelFolder`, by name (see forEachCheckpointTensor).
 std::map<std::string, torch::Tensor> loadCheckpoint(const std::filesystem::path &modelFolder,
                                                     const TensorLoadOptions &options = {});

@@ -155,7 +155,7 @@ std::vector<double> scoreLogprobs(LlamaForCausalLM &model, const std::vector<int
     const int64_t n = input.size(1);
     const torch::Tensor logits = model->forward(input.narrow(1, 0, n - 1)).to(torch::kFloat32);
     const torch::Tensor logProbs = torch::log_softmax(logits, -1);
-    const torch::Tensor picked = logProbs.gather(-1, input.narrow(1, 1, n - 1).unsqueeze(-1)).squeeze(-1).squeeze(0);
+    const torch::Tensor picked = logProbs.gather(-1, input.narrow(1, 1, n - 1).to(logits.device()).unsqueeze(-1)).squeeze(-1).squeeze(0);
     const torch::Tensor cpu = picked.to(torch::kCPU, torch::kFloat64).contiguous();
     return std::vector<double>(cpu.data_ptr<double>(), cpu.data_ptr<double>() + cpu.numel());
 }

@@ -14,9 +14,36 @@
 namespace engine::model {
 namespace {
 
+// Set while makeUnloadedLlama builds a model on this thread: parameters become placeholders.
+thread_local bool t_unloaded = false;
+
+// A parameter of `shape` over one element of storage (all strides 0): costs no memory, and the
+// loader replaces it (Tensor::set_data) before the model is used.
+torch::Tensor placeholder(std::vector<int64_t> shape)
+{
+    return torch::empty_strided(shape, std::vector<int64_t>(shape.size(), 0));
+}
+
 torch::nn::Linear makeLinear(int64_t in, int64_t out, bool bias = false)
 {
-    return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+    if (!t_unloaded)
+        return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+    torch::nn::Linear linear(torch::nn::LinearOptions(1, 1).bias(bias));
+    linear->options.in_features(in).out_features(out);
+    linear->weight.set_data(placeholder({out, in}));
+    if (bias)
+        linear->bias.set_data(placeholder({out}));
+    return linear;
+}
+
+torch::nn::Embedding makeEmbedding(int64_t count, int64_t dim)
+{
+    if (!t_unloaded)
+        return torch::nn::Embedding(count, dim);
+    torch::nn::Embedding embedding(1, 1);
+    embedding->options.num_embeddings(count).embedding_dim(dim);
+    embedding->weight.set_data(placeholder({count, dim}));
+    return embedding;
 }
 
 // Python's `scalar / tensor`, which torch evaluates as tensor.reciprocal() * scalar.
@@ -83,7 +110,7 @@ void KvCache::clear()
 LlamaRmsNormImpl::LlamaRmsNormImpl(int64_t size, double eps)
     : m_eps(eps)
 {
-    weight = register_parameter("weight", torch::ones({size}));
+    weight = register_parameter("weight", t_unloaded ? placeholder({size}) : torch::ones({size}));
 }
 
 torch::Tensor LlamaRmsNormImpl::forward(const torch::Tensor &x)
@@ -177,7 +204,7 @@ torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor &x, const Rotar
 LlamaModelImpl::LlamaModelImpl(const LlamaConfig &config)
     : m_config(config)
 {
-    embed_tokens = register_module("embed_tokens", torch::nn::Embedding(config.vocabSize, config.hiddenSize));
+    embed_tokens = register_module("embed_tokens", makeEmbedding(config.vocabSize, config.hiddenSize));
     layers = register_module("layers", torch::nn::ModuleList());
     for (int64_t i = 0; i < config.numHiddenLayers; ++i) {
         LlamaDecoderLayer layer(config);
@@ -219,8 +246,8 @@ torch::Tensor LlamaModelImpl::forward(const torch::Tensor &inputIds, int64_t pos
         cache->values.resize(m_layers.size());
     }
 
-    torch::Tensor h = embed_tokens(inputIds);
-    const RotaryTables rotary = rotaryTables(positionOffset, length, h);
+    torch::Tensor h = embed_tokens(inputIds.to(embed_tokens->weight.device()));
+    RotaryTables rotary = rotaryTables(positionOffset, length, h);
 
     // Additive causal mask [groups * T, past + T]: query i sees keys 0 .. past + i; with a sliding
     // window W only keys past + i - W + 1 .. past + i (transformers' `kv_idx > q_idx - W`). A single
@@ -242,10 +269,19 @@ torch::Tensor LlamaModelImpl::forward(const torch::Tensor &inputIds, int64_t pos
     }
 
     for (size_t i = 0; i < m_layers.size(); ++i) {
+        // A model dispatched over several devices: activations, rotary tables and the mask follow
+        // each layer's parameters (no copy on a single device).
+        const torch::Device device = m_layers[i]->input_layernorm->weight.device();
+        if (device != h.device()) {
+            h = h.to(device);
+            rotary = {rotary.cos.to(device), rotary.sin.to(device)};
+            if (mask.defined())
+                mask = mask.to(device);
+        }
         h = m_layers[i]->forward(h, rotary, mask, cache ? &cache->keys[i] : nullptr,
                                  cache ? &cache->values[i] : nullptr);
     }
-    return norm(h);
+    return norm(h.to(norm->weight.device()));
 }
 
 LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaConfig &config)
@@ -265,8 +301,10 @@ torch::Tensor LlamaForCausalLMImpl::hiddenStates(const torch::Tensor &inputIds, 
 
 torch::Tensor LlamaForCausalLMImpl::logitsFromHidden(const torch::Tensor &hidden)
 {
+    const torch::Tensor weight = outputWeight();
+    const torch::Tensor onDevice = hidden.to(weight.device());
     const torch::Tensor logits =
-        lm_head ? lm_head(hidden) : torch::nn::functional::linear(hidden, model->embed_tokens->weight);
+        lm_head ? lm_head(onDevice) : torch::nn::functional::linear(onDevice, model->embed_tokens->weight);
     return logits.to(torch::kFloat32);
 }
 
@@ -278,6 +316,15 @@ torch::Tensor LlamaForCausalLMImpl::forward(const torch::Tensor &inputIds, int64
 torch::Tensor LlamaForCausalLMImpl::outputWeight() const
 {
     return lm_head ? lm_head->weight : model->embed_tokens->weight;
+}
+
+LlamaForCausalLM makeUnloadedLlama(const LlamaConfig &config)
+{
+    struct Flag {
+        Flag() { t_unloaded = true; }
+        ~Flag() { t_unloaded = false; }
+    } flag;
+    return LlamaForCausalLM(config);
 }
 
 void LlamaForCausalLMImpl::initializeWeights(uint64_t seed)

@@ -7,6 +7,8 @@
 //   LlamaForCausalLM model(config);          // parameters named exactly as Hugging Face's
 //   model->initializeWeights(seed);          // N(0, initializer_range), RMSNorm weights 1
 //   torch::Tensor logits = model->forward(ids);   // ids [B,T] int64 -> logits [B,T,V] float32
+// Across devices (a model loaded by loadDispatched): each part runs where its parameters are; hidden
+// states move at layer boundaries, logits come out on the output weight's device.
 // For generation pass a KvCache: the first call with the prompt, then one call per new token with
 // positionOffset = cache.length(); keys and values of earlier positions are reused.
 
@@ -141,7 +143,8 @@ public:
     /// Registers model, then lm_head unless config.tieWordEmbeddings. Validates the config.
     explicit LlamaForCausalLMImpl(const LlamaConfig &config);
 
-    /// ids [B,T] int64 at positions positionOffset.. -> logits [B,T,V] float32.
+    /// ids [B,T] int64 (any device) at positions positionOffset.. -> logits [B,T,V] float32 on the
+    /// output weight's device.
     /// With a cache, attends to its positions as well and appends this call's keys and values.
     torch::Tensor forward(const torch::Tensor &inputIds, int64_t positionOffset = 0, KvCache *cache = nullptr);
     /// Final hidden states [B,T,H] (parameters' dtype), for losses computed in chunks.
@@ -164,5 +167,10 @@ private:
     LlamaConfig m_config;
 };
 TORCH_MODULE(LlamaForCausalLM);
+
+/// A model with every parameter shaped as `config` gives but holding no storage (one element, all
+/// strides 0), nothing allocated or initialized: for loaders that replace every parameter with
+/// Tensor::set_data before the model is used (loadDispatched). Using it before that is a bug.
+LlamaForCausalLM makeUnloadedLlama(const LlamaConfig &config);
 
 } // namespace engine::model

@@ -27,16 +27,6 @@ std::string shapeText(c10::IntArrayRef shape)
     return text + "]";
 }
 
-/// Tensors a checkpoint may carry that are not parameters of the model.
-bool ignorableExtra(const std::string &name, const LlamaConfig &config)
-{
-    // Non-persistent buffers that older transformers versions saved.
-    if (name.size() > 29 && name.ends_with("self_attn.rotary_emb.inv_freq"))
-        return true;
-    // A tied model's lm_head (some writers keep the duplicate).
-    return config.tieWordEmbeddings && name == "lm_head.weight";
-}
-
 bool hasSafetensors(const fs::path &folder)
 {
     std::error_code ec;
@@ -50,6 +40,15 @@ bool hasPytorchBin(const fs::path &folder)
 }
 
 } // namespace
+
+bool isIgnorableCheckpointTensor(const std::string &name, const LlamaConfig &config)
+{
+    // Non-persistent buffers that older transformers versions saved.
+    if (name.size() > 29 && name.ends_with("self_attn.rotary_emb.inv_freq"))
+        return true;
+    // A tied model's lm_head (some writers keep the duplicate).
+    return config.tieWordEmbeddings && name == "lm_head.weight";
+}
 
 bool holdsWeights(const fs::path &folder) { return hasSafetensors(folder) || hasPytorchBin(folder); }
 
@@ -72,7 +71,7 @@ LlamaForCausalLM loadPretrained(const fs::path &folder, const LoadOptions &optio
     auto assign = [&](const std::string &name, const torch::Tensor &tensor) {
         auto it = parameters.find(name);
         if (it == parameters.end()) {
-            if (ignorableExtra(name, config))
+            if (isIgnorableCheckpointTensor(name, config))
                 return;
             throw invalidInput(weightsName + ": tensor '" + name + "' is not a parameter of this " + config.modelType
                                + " model (config.json and weights disagree)");

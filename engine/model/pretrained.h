@@ -23,6 +23,10 @@ struct LoadOptions {
 /// Whether `folder` holds weights loadPretrained can read (safetensors, an index, or pytorch_model.bin).
 bool holdsWeights(const std::filesystem::path &folder);
 
+/// Whether checkpoint tensor `name` may be left out of a model of `config`: non-persistent buffers
+/// older transformers versions saved (rotary inv_freq), a tied model's duplicate lm_head.weight.
+bool isIgnorableCheckpointTensor(const std::string &name, const LlamaConfig &config);
+
 /// Reads `folder`'s config.json and weights (model.safetensors, sharded safetensors with an index,
 /// or a legacy pytorch_model.bin / its index) into a new model. Every parameter must be present
 /// exactly once with the config's shape; extra tensors (other than known non-persistent buffers and
