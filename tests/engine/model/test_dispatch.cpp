@@ -61,6 +61,8 @@ TEST(DevicePlacement, RefusesMalformedMaps)
     expectError(parse(R"({"lm_head": -1})"), ErrorKind::InvalidInput, "module 'lm_head': device -1 is not one of");
     expectError(parse(R"({"lm_head": 1.5})"), ErrorKind::InvalidInput, "device 1.5");
     expectError(parse(R"({"lm_head": true})"), ErrorKind::InvalidInput, "device true");
+    expectError(parse(R"({"lm_head": 0, "model": "cpu", "lm_head": "cpu"})"), ErrorKind::InvalidInput,
+                "map.json: the device map names 'lm_head' more than once");
     expectError([] { DevicePlacement::everything("tpu"); }, ErrorKind::InvalidInput, "\"tpu\"");
 }
 
