@@ -73,11 +73,22 @@ DevicePlacement DevicePlacement::everything(const std::string &device)
 DevicePlacement DevicePlacement::fromJson(const std::string &text, const std::string &label)
 {
     nlohmann::ordered_json json;
+    // JSON parsers keep one of two equal keys silently; a map that names a module twice is refused.
+    std::set<std::string> topKeys;
+    std::string duplicate;
+    auto noteKey = [&](int depth, nlohmann::ordered_json::parse_event_t event, nlohmann::ordered_json &parsed) {
+        if (event == nlohmann::ordered_json::parse_event_t::key && depth == 1 && duplicate.empty()
+            && !topKeys.insert(parsed.get<std::string>()).second)
+            duplicate = parsed.get<std::string>();
+        return true;
+    };
     try {
-        json = nlohmann::ordered_json::parse(text);
+        json = nlohmann::ordered_json::parse(text, noteKey);
     } catch (const nlohmann::json::exception &e) {
         throw invalidInput(label + ": not valid JSON (" + e.what() + ")");
     }
+    if (!duplicate.empty() && !json.contains("device_map"))
+        throw invalidInput(label + ": the device map names '" + duplicate + "' more than once");
     if (json.is_object() && json.contains("device_map") && json["device_map"].is_object())
         json = nlohmann::ordered_json(json["device_map"]);
     if (!json.is_object())

@@ -5,6 +5,7 @@
 #include "engine/io/shardindexio.h"
 #include "engine/model/deviceplacement.h"
 #include "engine/model/dispatch.h"
+#include "engine/model/generation.h"
 #include "engine/model/pretrained.h"
 #include "support/cliprocess.h"
 #include "support/expecterror.h"
@@ -60,6 +61,8 @@ TEST(DevicePlacement, RefusesMalformedMaps)
     expectError(parse(R"({"lm_head": -1})"), ErrorKind::InvalidInput, "module 'lm_head': device -1 is not one of");
     expectError(parse(R"({"lm_head": 1.5})"), ErrorKind::InvalidInput, "device 1.5");
     expectError(parse(R"({"lm_head": true})"), ErrorKind::InvalidInput, "device true");
+    expectError(parse(R"({"lm_head": 0, "model": "cpu", "lm_head": "cpu"})"), ErrorKind::InvalidInput,
+                "map.json: the device map names 'lm_head' more than once");
     expectError([] { DevicePlacement::everything("tpu"); }, ErrorKind::InvalidInput, "\"tpu\"");
 }
 
@@ -254,6 +257,23 @@ TEST(DispatchedLoading, ShardedCheckpointAndTiedEmbeddings)
     expectError([&] {
         loadDispatched(dir.path(), DevicePlacement::fromJson(R"({"model": "disk", "lm_head": "cpu"})", "m.json"), {}, "m.json");
     }, ErrorKind::InvalidInput, "m.json: 'lm_head.weight' is tied to 'model.embed_tokens.weight'");
+}
+
+TEST(DispatchedLoading, GenerationAndScoringWorkOnADispatchedModel)
+{
+    TempDir dir("dispatch-generate");
+    auto source = testing_support::randomLlama(testing_support::tinyLlama());
+    engine::model::savePretrained(source, dir.path());
+    auto reference = engine::model::loadPretrained(dir.path());
+    auto loaded = loadDispatched(dir.path(), DevicePlacement::fromJson(
+        R"({"model.embed_tokens": "disk", "model.layers.0": "cpu", "": "disk"})", "map.json"));
+    const std::vector<int64_t> ids = {3, 17, 5, 60, 2, 9};
+    EXPECT_EQ(engine::model::scoreLogprobs(reference, ids), engine::model::scoreLogprobs(loaded.model, ids));
+    engine::model::GenerationOptions options;
+    options.maxNewTokens = 12;
+    const auto expected = engine::model::generate(reference, {3, 17, 5}, options);
+    const auto got = engine::model::generate(loaded.model, {3, 17, 5}, options);
+    EXPECT_EQ(expected.tokens, got.tokens);
 }
 
 TEST(DispatchedLoading, DiskWeightsInAnotherDtypeAreCopiedAndReported)
