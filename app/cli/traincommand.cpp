@@ -6,6 +6,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/settings.h"
+#include "engine/model/deviceplacement.h"
 #include "engine/train/trainer.h"
 
 #include <cstdio>
@@ -52,6 +53,9 @@ public:
         m_command->add_option("--grad-clip", p.gradClipNorm, "Clip the gradient norm to this (0 = off)")->capture_default_str();
         m_command->add_option("--threads", m_threads, "CPU threads (default: the setting, else all cores)");
         m_command->add_option("--device", p.device, "Device to train on: cpu, cuda or cuda:N")->capture_default_str();
+        m_command->add_option("--device-map", m_deviceMap,
+                              "Accelerate device map JSON (e.g. from `tunebench plan --output`): load the model's "
+                              "weights onto cpu / disk / cuda:N per module and train across them");
         m_command->add_option("--seed", p.seed, "Random seed")->capture_default_str();
         m_command->add_option("--name", p.runName, "Run name (default: model and corpus names)");
         m_command->add_option("--output", p.outputDir, "Folder for the run's files (default: <data dir>/runs/<id>)");
@@ -70,6 +74,8 @@ public:
             params.threads = m_threads >= 0 ? m_threads : settings.threads;
             if (params.storePath.empty())
                 params.storePath = settings.effectiveStorePath().string();
+            if (!m_deviceMap.empty())
+                params.devicePlacement = engine::model::DevicePlacement::fromFile(m_deviceMap).entries;
         } catch (const engine::Error &e) {
             std::fprintf(stderr, "tunebench: %s\n", e.what());
             return ExitFailed;
@@ -120,6 +126,7 @@ private:
     CLI::App *m_command = nullptr;
     engine::train::TrainingParams m_params;
     int m_threads = -1;
+    std::string m_deviceMap;
     bool m_quiet = false;
 };
 

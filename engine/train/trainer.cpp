@@ -7,6 +7,8 @@
 #include "engine/core/threads.h"
 #include "engine/core/torchdevice.h"
 #include "engine/model/llamaconfig.h"
+#include "engine/model/deviceplacement.h"
+#include "engine/model/dispatch.h"
 #include "engine/model/llamamodel.h"
 #include "engine/model/pretrained.h"
 #include "engine/report/lossplot.h"
@@ -83,6 +85,10 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
         if (std::filesystem::is_directory(p) && model::holdsWeights(p))
             job.weightsFolder = p;
     }
+    if (!params.devicePlacement.empty() && job.weightsFolder.empty()) {
+        throw invalidInput("a device map needs a model folder with weights to load onto its devices (--model DIR); "
+                           "the built-in demo model and a bare config.json start from random weights");
+    }
     if (params.sequenceLength > job.config.maxPositionEmbeddings) {
         throw invalidInput("setting sequence length = " + std::to_string(params.sequenceLength)
                            + " exceeds the model's max_position_embeddings = "
@@ -135,16 +141,41 @@ std::unique_ptr<torch::optim::AdamW> makeOptimizer(model::LlamaForCausalLM &mode
     return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(params.learningRate));
 }
 
+/// The global L2 norm of the gradients, and clipping to `clipNorm` when it is > 0. Parameters may
+/// live on several devices (a dispatched model): each device's squared norm is summed where its
+/// gradients are, the sums are combined on the CPU, and each gradient is scaled on its own device.
+/// (torch's clip_grad_norm_ stacks the per-parameter norms into one tensor, which fails across devices.)
 double gradientNorm(const std::vector<torch::Tensor> &parameters, double clipNorm)
 {
-    if (clipNorm > 0)
-        return torch::nn::utils::clip_grad_norm_(parameters, clipNorm);
-    double sum = 0;
+    std::vector<torch::Tensor> perDevice;
+    std::vector<torch::Device> devices;
     for (const auto &p : parameters) {
-        if (p.grad().defined())
-            sum += p.grad().detach().pow(2).sum().item<double>();
+        if (!p.grad().defined())
+            continue;
+        const torch::Tensor squares = p.grad().detach().norm().to(torch::kFloat64).pow(2); // norm as torch: per tensor
+        size_t slot = 0;
+        while (slot < devices.size() && devices[slot] != p.device())
+            ++slot;
+        if (slot == devices.size()) {
+            devices.push_back(p.device());
+            perDevice.push_back(squares);
+        } else {
+            perDevice[slot] = perDevice[slot] + squares;
+        }
     }
-    return std::sqrt(sum);
+    double sum = 0;
+    for (const auto &part : perDevice)
+        sum += part.item<double>();
+    const double norm = std::sqrt(sum);
+    const double scale = clipNorm / (norm + 1e-6); // as torch.nn.utils.clip_grad_norm_
+    if (clipNorm > 0 && scale < 1) {
+        torch::NoGradGuard noGrad;
+        for (const auto &p : parameters) {
+            if (p.grad().defined())
+                p.grad().mul_(scale);
+        }
+    }
+    return norm;
 }
 
 /// Buffers metric samples and commits them in one transaction at most every flushInterval.
@@ -201,14 +232,27 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
                      TrainingObserver &observer, store::RunStore &store, int64_t runId)
 {
     torch::manual_seed(params.seed);
-    model::LlamaForCausalLM model = job.weightsFolder.empty() ? model::LlamaForCausalLM(job.config)
-                                                              : model::loadPretrained(job.weightsFolder);
-    if (job.weightsFolder.empty())
+    model::LlamaForCausalLM model{nullptr};
+    if (!params.devicePlacement.empty()) {
+        // A device map (from the Plan page or a plan file): each tensor is read once, straight onto its
+        // device; the model then moves activations at layer boundaries.
+        model::DevicePlacement placement;
+        for (const auto &[module, device] : params.devicePlacement)
+            placement.entries.emplace_back(module, model::normalizeDevice(device, "device map entry " + module));
+        model = model::loadDispatched(job.weightsFolder, placement, {}, "the device map").model;
+        observer.onLog(LogLevel::Info, "fine-tuning the weights in " + job.weightsFolder.string() + " across "
+                                           + std::to_string(placement.entries.size()) + " device-map entries");
+    } else if (job.weightsFolder.empty()) {
+        model = model::LlamaForCausalLM(job.config);
         model->initializeWeights(params.seed);
-    else
+    } else {
+        model = model::loadPretrained(job.weightsFolder);
         observer.onLog(LogLevel::Info, "fine-tuning the weights in " + job.weightsFolder.string());
-    const torch::Device device = job.device;
-    model->to(device);
+    }
+    // Inputs go where the embedding is; the labels go where the logits come out.
+    const torch::Device device = params.devicePlacement.empty() ? job.device : model->parameters().front().device();
+    if (params.devicePlacement.empty())
+        model->to(device);
     model->train();
     auto optimizer = makeOptimizer(model, params);
     const std::vector<torch::Tensor> parameters = model->parameters();
@@ -263,7 +307,7 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
         optimizer->zero_grad();
         const torch::Tensor logits = model->forward(inputs);
         const torch::Tensor loss = torch::nn::functional::cross_entropy(
-            logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}));
+            logits.reshape({-1, logits.size(-1)}), labels.to(logits.device()).reshape({-1}));
         const double lossValue = loss.item<double>();
         if (!std::isfinite(lossValue)) {
             throw invalidInput("training diverged: the loss is " + formatDouble(lossValue) + " at step "

@@ -73,9 +73,20 @@ nlohmann::json TrainingParams::toJson() const
         {"grad_clip_norm", gradClipNorm},
         {"threads", threads},
         {"device", canonicalDeviceName(device)},
+        {"device_map", devicePlacementJson()},
         {"seed", seed},
         {"save_model", saveModel},
     };
+}
+
+nlohmann::json TrainingParams::devicePlacementJson() const
+{
+    if (devicePlacement.empty())
+        return nullptr;
+    nlohmann::json map = nlohmann::json::array();
+    for (const auto &[module, target] : devicePlacement)
+        map.push_back({module, target});
+    return map;
 }
 
 } // namespace engine::train

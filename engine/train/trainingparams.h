@@ -41,6 +41,8 @@ struct TrainingParams {
     void validate() const;
     /// The settings as JSON (stored with the run).
     nlohmann::json toJson() const;
+    /// devicePlacement as [[module, device], ...] in map order (null when empty).
+    nlohmann::json devicePlacementJson() const;
 };
 
 } // namespace engine::train

@@ -148,6 +148,46 @@ TEST_F(TrainerTest, SameSeedGivesSameLosses)
         EXPECT_DOUBLE_EQ(a.steps[i].loss, b.steps[i].loss) << "step " << i + 1;
 }
 
+TEST_F(TrainerTest, ADeviceMapOverCpuAndDiskTrainsExactlyLikeOneDevice)
+{
+    // A model folder with weights: train the tiny config briefly and keep what it saved.
+    engine::JobControl control;
+    RecordingObserver seed;
+    TrainingParams first = tinyParams("map-seed.sqlite3");
+    first.steps = 2;
+    const auto saved = engine::train::runTraining(first, control, seed);
+    ASSERT_EQ(saved.status, JobStatus::Succeeded) << (saved.error ? saved.error->message : "");
+
+    TrainingParams plain = tinyParams("map-plain.sqlite3");
+    plain.modelPath = saved.modelPath;
+    plain.steps = 6;
+    plain.warmupSteps = 0;
+    TrainingParams mapped = plain;
+    mapped.storePath = (s_dir->path() / "map-mapped.sqlite3").string();
+    mapped.outputDir = (s_dir->path() / "out-map-mapped").string();
+    // The tiny config ties lm_head to the embedding, so they share a device.
+    mapped.devicePlacement = {{"model.embed_tokens", "cpu"}, {"model.layers.0", "disk"}, {"model.layers.1", "cpu"},
+                              {"model.norm", "disk"}, {"lm_head", "cpu"}};
+    RecordingObserver a, b;
+    ASSERT_EQ(engine::train::runTraining(plain, control, a).status, JobStatus::Succeeded);
+    const auto outcome = engine::train::runTraining(mapped, control, b);
+    ASSERT_EQ(outcome.status, JobStatus::Succeeded) << (outcome.error ? outcome.error->message : "");
+    ASSERT_EQ(a.steps.size(), b.steps.size());
+    for (size_t i = 0; i < a.steps.size(); ++i) {
+        EXPECT_DOUBLE_EQ(a.steps[i].loss, b.steps[i].loss) << "step " << i + 1;
+        EXPECT_DOUBLE_EQ(a.steps[i].gradNorm, b.steps[i].gradNorm) << "step " << i + 1;
+    }
+
+    // A map naming a module the model lacks fails with one error that names it.
+    TrainingParams bad = mapped;
+    bad.storePath = (s_dir->path() / "map-bad.sqlite3").string();
+    bad.devicePlacement.push_back({"model.layers.7", "cpu"});
+    RecordingObserver c;
+    const auto refused = engine::train::runTraining(bad, control, c);
+    ASSERT_EQ(refused.status, JobStatus::Failed);
+    EXPECT_NE(refused.error->message.find("model.layers.7"), std::string::npos) << refused.error->message;
+}
+
 TEST_F(TrainerTest, CancelMidRunKeepsMetricsUpToThatStep)
 {
     engine::JobControl control;
