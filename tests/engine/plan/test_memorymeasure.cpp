@@ -20,12 +20,12 @@ using engine::model::LlamaConfig;
 
 namespace {
 
-// Counts live bytes and the high-water mark. libtorch 2.x made allocate() non-const and added copy_data.
+// Counts live bytes and the high-water mark. libtorch 2.3 made allocate() non-const and added copy_data.
 class CountingAllocator final : public c10::Allocator {
 public:
     explicit CountingAllocator(c10::Allocator *inner) : m_inner(inner) {}
 
-#if TORCH_VERSION_MAJOR >= 2
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
     c10::DataPtr allocate(size_t n) override { return wrap(n); }
     void copy_data(void *dest, const void *src, std::size_t count) const override { default_copy_data(dest, src, count); }
 #else
