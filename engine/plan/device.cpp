@@ -161,7 +161,11 @@ std::string maxMemoryText(const std::vector<DeviceSpec> &devices)
     for (const DeviceSpec &d : devices) {
         if (d.unbounded())
             continue;
-        out += (out.empty() ? "" : ",") + d.key() + "=" + std::to_string(d.budget);
+        if (!out.empty())
+            out += ',';
+        out += d.key();
+        out += '=';
+        out += std::to_string(d.budget);
     }
     return out;
 }

@@ -51,8 +51,9 @@ TEST(AccelerateParity, ReserveRuleLeavesSmallGpuEmpty)
     EXPECT_EQ(plan.usageOf("1")->memory.weights, 1000);
     // The explanation names why block 3 left GPU 1.
     for (const Placement &p : plan.deviceMap) {
-        if (p.module == "layers.3")
+        if (p.module == "layers.3") {
             EXPECT_NE(p.explanation.find("GPU 1 had 0 B left"), std::string::npos) << p.explanation;
+        }
     }
 }
 

@@ -96,8 +96,9 @@ TEST(PlanConfigs, ChatGlmLoraOnTwoT4s)
     EXPECT_EQ(plan.deviceOf("lm_head"), plan.deviceOf("transformer.word_embeddings"));
     EXPECT_GE(plan.usageOf(plan.deviceOf("lm_head"))->memory.logits, 8LL * 384 * 130528);
     for (const DeviceUsage &u : plan.usage) {
-        if (u.device.isGpu())
+        if (u.device.isGpu()) {
             EXPECT_LE(u.peakBytes, u.device.budget) << u.verdict;
+        }
     }
     const auto ids = lintIds(plan);
     EXPECT_TRUE(ids.count("clip_grad_norm_across_devices"));

@@ -1,0 +1,205 @@
+// `tunebench plan` as a user runs it (a child process per command): the --json schema, the readable
+// table, export and import of Accelerate maps, the tensor-name fallback, and one clear error per bad input.
+
+#include "support/cliprocess.h"
+#include "support/tempdir.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing_support::ProcessResult;
+
+namespace {
+
+const fs::path kConfigs = fs::path(TUNEBENCH_TEST_DATA) / "model" / "configs";
+
+class PlanCliTest : public ::testing::Test {
+protected:
+    void SetUp() override { m_dir = std::make_unique<testing_support::TempDir>("plancli"); }
+    ProcessResult run(const std::vector<std::string> &args, const std::string &tag = "plan")
+    {
+        std::vector<std::string> full = {"plan"};
+        full.insert(full.end(), args.begin(), args.end());
+        return testing_support::runProcess(TUNEBENCH_CLI, full, m_dir->path(), tag);
+    }
+    json runJson(const std::vector<std::string> &args)
+    {
+        std::vector<std::string> withJson = args;
+        withJson.push_back("--json");
+        const ProcessResult r = run(withJson);
+        EXPECT_EQ(r.exitCode, 0) << r.err;
+        try {
+            return json::parse(r.out);
+        } catch (const std::exception &e) {
+            ADD_FAILURE() << e.what() << "\n" << r.out;
+            return {};
+        }
+    }
+    void expectOneError(const std::vector<std::string> &args, const std::string &needle)
+    {
+        const ProcessResult r = run(args);
+        EXPECT_NE(r.exitCode, 0) << needle;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+        EXPECT_TRUE(r.out.empty()) << r.out;
+    }
+    fs::path path(const std::string &name) const { return m_dir->path() / name; }
+    std::unique_ptr<testing_support::TempDir> m_dir;
+};
+
+void writeText(const fs::path &path, const std::string &text)
+{
+    std::ofstream(path, std::ios::binary) << text;
+}
+
+// A safetensors file of F16 tensors with the given shapes (zero data).
+void writeSafetensors(const fs::path &path, const std::vector<std::pair<std::string, std::vector<int64_t>>> &tensors)
+{
+    json header = json::object();
+    uint64_t offset = 0;
+    for (const auto &[name, shape] : tensors) {
+        uint64_t n = 2;
+        for (const int64_t d : shape)
+            n *= static_cast<uint64_t>(d);
+        header[name] = {{"dtype", "F16"}, {"shape", shape}, {"data_offsets", {offset, offset + n}}};
+        offset += n;
+    }
+    std::string text = header.dump();
+    while (text.size() % 8)
+        text += ' ';
+    std::ofstream out(path, std::ios::binary);
+    const uint64_t size = text.size();
+    out.write(reinterpret_cast<const char *>(&size), 8);
+    out << text << std::string(offset, '\0');
+}
+
+} // namespace
+
+// The issue's case, end to end.
+TEST_F(PlanCliTest, ChatGlmLoraJson)
+{
+    const json out = runJson({"--model", (kConfigs / "chatglm-6b.json").string(), "--max-memory",
+                              "0=15GiB,1=15GiB,cpu=13GiB", "--dtype", "float16", "--train", "lora", "--lora-r", "32",
+                              "--lora-targets", "query_key_value", "--batch-size", "3"});
+    ASSERT_TRUE(out.is_object());
+    EXPECT_EQ(out["verdict"], "fits");
+    ASSERT_TRUE(out["device_map"].is_object());
+    EXPECT_TRUE(out["device_map"]["transformer.word_embeddings"].is_number_integer());
+    EXPECT_EQ(out["device_map"]["transformer.layers.27"], 1);
+    ASSERT_EQ(out["devices"].size(), 4u);
+    for (const char *key : {"budget", "weights", "gradients", "optimizer", "activations", "logits", "lora", "overhead"})
+        EXPECT_TRUE(out["devices"][0].contains(key)) << key;
+    EXPECT_EQ(out["devices"][0]["budget"], 15LL << 30);
+    EXPECT_TRUE(out["peak"].contains("device") && out["peak"].contains("phase") && out["peak"].contains("bytes"));
+    EXPECT_GT(out["lint"].size(), 0u);
+    for (const json &f : out["lint"])
+        EXPECT_TRUE(f.contains("id") && f.contains("message") && f.contains("fix"));
+    EXPECT_EQ(out["explanations"].size(), out["device_map"].size());
+}
+
+TEST_F(PlanCliTest, TableExportAndImport)
+{
+    const fs::path map = path("map.json");
+    const ProcessResult r = run({"--model", (kConfigs / "llama-2-7b.json").string(), "--max-memory",
+                                 "0=8GiB,1=8GiB,cpu=32GiB", "--dtype", "float16", "--output", map.string()});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("FITS"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("device map:"), std::string::npos);
+    EXPECT_NE(r.out.find("model.layers.0 -> GPU 0"), std::string::npos) << r.out;
+    ASSERT_TRUE(fs::exists(map));
+    ASSERT_TRUE(fs::exists(path("map.py")));
+    const json file = json::parse(std::ifstream(map));
+    EXPECT_EQ(file["max_memory"]["0"], 8LL << 30);
+    EXPECT_EQ(file["device_map"]["model.embed_tokens"], 0);
+
+    // Import validates it against the model, with the budgets the file carries.
+    const json imported = runJson({"--model", (kConfigs / "llama-2-7b.json").string(), "--import", map.string()});
+    EXPECT_EQ(imported["device_map"], file["device_map"]);
+    EXPECT_EQ(imported["verdict"], "fits");
+
+    // A map with an unknown module, or one that leaves modules unplaced.
+    json bad = file;
+    bad["device_map"]["model.encoder"] = 0;
+    writeText(path("bad.json"), bad.dump());
+    expectOneError({"--model", (kConfigs / "llama-2-7b.json").string(), "--import", path("bad.json").string()},
+                   "\"model.encoder\" names no module");
+    json partial = file;
+    partial["device_map"].erase("lm_head");
+    writeText(path("partial.json"), partial.dump());
+    expectOneError({"--model", (kConfigs / "llama-2-7b.json").string(), "--import", path("partial.json").string()},
+                   "unplaced: lm_head.weight");
+    writeText(path("broken.json"), "{\"device_map\": ");
+    expectOneError({"--model", (kConfigs / "llama-2-7b.json").string(), "--import", path("broken.json").string()},
+                   "not valid JSON");
+}
+
+TEST_F(PlanCliTest, OtherConfigsAndStrategies)
+{
+    // One strategy per config keeps the process count low; the strategies themselves are checked in test_plan.
+    const std::vector<std::pair<const char *, const char *>> cases = {{"llama-3.1-8b.json", "sequential"},
+                                                                      {"mistral-7b-v0.1.json", "balanced"},
+                                                                      {"qwen2-0.5b.json", "balanced_low_0"},
+                                                                      {"gpt2.json", "auto"}};
+    for (const auto &[config, strategy] : cases) {
+        const json out = runJson({"--model", (kConfigs / config).string(), "--max-memory", "0=2GiB,1=2GiB,cpu=64GiB",
+                                  "--strategy", strategy, "--train", "full", "--checkpointing"});
+        EXPECT_FALSE(out["device_map"].empty()) << config << " " << strategy;
+        EXPECT_EQ(out["strategy"], strategy);
+    }
+    // --no-split none lets a decoder layer split.
+    const json split = runJson({"--model", (kConfigs / "llama-2-7b.json").string(), "--max-memory",
+                                "0=3000MB,1=30GB", "--strategy", "sequential", "--no-split", "none", "--dtype", "float16"});
+    bool finer = false;
+    for (const auto &[module, device] : split["device_map"].items())
+        finer = finer || module.find(".mlp") != std::string::npos || module.find(".self_attn") != std::string::npos;
+    EXPECT_TRUE(finer) << split["device_map"].dump();
+}
+
+// Unknown model_type: the tree comes from the checkpoint's tensor names, with a warning.
+TEST_F(PlanCliTest, UnknownModelTypeFallsBackToTensorNames)
+{
+    const fs::path folder = path("mystery");
+    fs::create_directories(folder);
+    writeText(folder / "config.json", R"({"model_type": "mystery", "hidden_size": 64, "torch_dtype": "float16"})");
+    writeSafetensors(folder / "model.safetensors", {{"backbone.embed.weight", {1000, 64}},
+                                                    {"backbone.blocks.0.proj.weight", {64, 64}},
+                                                    {"backbone.blocks.1.proj.weight", {64, 64}},
+                                                    {"backbone.blocks.10.proj.weight", {64, 64}},
+                                                    {"head.weight", {1000, 64}}});
+    const json out = runJson({"--model", folder.string(), "--max-memory", "0=1GB,cpu=1GB"});
+    ASSERT_TRUE(out.contains("warnings"));
+    ASSERT_FALSE(out["warnings"].empty());
+    EXPECT_NE(out["warnings"][0].get<std::string>().find("tensor names"), std::string::npos);
+    EXPECT_EQ(out["device_map"][""], 0);
+    EXPECT_EQ(out["devices"][0]["weights"], 2 * 1000 * 64 * 2 + 3 * 64 * 64 * 2); // F16 from the header
+    EXPECT_EQ(out["no_split"], json::array({"Block"}));
+
+    fs::remove(folder / "model.safetensors");
+    expectOneError({"--model", folder.string(), "--max-memory", "0=1GB"}, "no safetensors weights");
+}
+
+TEST_F(PlanCliTest, BadInputGivesOneError)
+{
+    const std::string model = (kConfigs / "chatglm-6b.json").string();
+    expectOneError({"--model", model, "--max-memory", "0=15GiB,tpu=3GB"}, "unknown device \"tpu\"");
+    expectOneError({"--model", model, "--max-memory", "0=lots"}, "not a size");
+    expectOneError({"--model", model, "--max-memory", "0=-15GiB"}, "negative");
+    expectOneError({"--model", model, "--max-memory", "0=0"}, "zero");
+    expectOneError({"--model", model}, "--max-memory is required");
+    expectOneError({"--model", model, "--max-memory", "0=15GiB", "--strategy", "fast"}, "--strategy");
+    expectOneError({"--model", model, "--max-memory", "0=15GiB", "--train", "qlora"}, "--train");
+    expectOneError({"--model", model, "--max-memory", "0=15GiB", "--dtype", "int4"}, "--dtype");
+    expectOneError({"--model", model, "--max-memory", "0=15GiB", "--train", "lora", "--lora-targets", "q_proj"},
+                   "\"q_proj\" names no Linear");
+    expectOneError({"--model", model, "--max-memory", "0=15GiB", "--batch-size", "0"}, "--batch-size");
+    expectOneError({"--model", path("missing").string(), "--max-memory", "0=15GiB"}, "missing");
+    // Budgets too small for any layer: the minimum each device would need.
+    expectOneError({"--model", model, "--max-memory", "0=100MB,cpu=100MB", "--dtype", "float16"},
+                   "GPU 0 would need at least");
+}
