@@ -3,6 +3,7 @@
 // allocation of a full fine-tuning step of the engine's LLaMA model (fp32, AdamW, gradients set to
 // None before the forward); the planner's cpu peak for the same settings must lie within 15 %.
 
+#include "engine/core/torchversion.h"
 #include "engine/model/llamaconfig.h"
 #include "engine/model/llamamodel.h"
 #include "engine/plan/planner.h"
@@ -25,7 +26,7 @@ class CountingAllocator final : public c10::Allocator {
 public:
     explicit CountingAllocator(c10::Allocator *inner) : m_inner(inner) {}
 
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#if TUNEBENCH_TORCH_AT_LEAST(2, 3)
     c10::DataPtr allocate(size_t n) override { return wrap(n); }
     void copy_data(void *dest, const void *src, std::size_t count) const override { default_copy_data(dest, src, count); }
 #else
