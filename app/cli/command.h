@@ -28,6 +28,7 @@ std::unique_ptr<Command> makeRunsCommand(CLI::App &app, const GlobalOptions &glo
 std::unique_ptr<Command> makeTokenizeCommand(CLI::App &app, const GlobalOptions &globals);
 std::unique_ptr<Command> makeScoreCommand(CLI::App &app, const GlobalOptions &globals);
 std::unique_ptr<Command> makeGenerateCommand(CLI::App &app, const GlobalOptions &globals);
+std::unique_ptr<Command> makeInspectCommand(CLI::App &app, const GlobalOptions &globals);
 
 /// Exit codes of the CLI.
 enum ExitCode : int { ExitOk = 0, ExitFailed = 1, ExitUsage = 2, ExitCancelled = 130 };
