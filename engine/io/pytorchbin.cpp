@@ -27,7 +27,11 @@ bool endsWith(const std::string &text, const std::string &suffix)
 
 } // namespace
 
-NamedTensors loadPytorchBinFile(const std::filesystem::path &file)
+namespace {
+
+/// Opens a torch.save zip and runs `unpickle(source, pickle, readStorage)` on its data.pkl.
+template <typename Unpickle>
+auto loadTorchSaveFile(const std::filesystem::path &file, Unpickle unpickle)
 {
     PytorchBinArchive archive(file);
     const std::string source = file.string();
@@ -62,7 +66,22 @@ NamedTensors loadPytorchBinFile(const std::filesystem::path &file)
             swapBytes(storage.data_ptr(), numel, size_t(elementSize));
         return storage;
     };
-    return unpickleStateDict(source, pickle, readStorage);
+    return unpickle(source, pickle, readStorage);
+}
+
+} // namespace
+
+NamedTensors loadPytorchBinFile(const std::filesystem::path &file)
+{
+    return loadTorchSaveFile(file, unpickleStateDict);
+}
+
+std::vector<torch::Tensor> loadTensorListFile(const std::filesystem::path &file)
+{
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec))
+        throw ioError(file.string() + ": file not found");
+    return loadTorchSaveFile(file, unpickleTensorList);
 }
 
 NamedTensors loadPytorchBinIndex(const std::filesystem::path &indexFile)

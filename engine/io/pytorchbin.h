@@ -28,6 +28,9 @@ NamedTensors loadPytorchBin(const std::filesystem::path &path);
 /// Loads one torch.save zip file holding a state dict.
 NamedTensors loadPytorchBinFile(const std::filesystem::path &file);
 
+/// Loads a torch.save zip file holding a list of tensors (`torch.save([t1, t2])`), e.g. a module's inputs.
+std::vector<torch::Tensor> loadTensorListFile(const std::filesystem::path &file);
+
 /// Loads every shard listed by a pytorch_model.bin.index.json, shard by shard in name order; each
 /// tensor of the weight_map must be in its shard, and no name may appear in two shards.
 NamedTensors loadPytorchBinIndex(const std::filesystem::path &indexFile);

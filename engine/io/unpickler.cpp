@@ -630,4 +630,27 @@ NamedTensors unpickleStateDict(const std::string &source, std::string_view bytes
     return tensors;
 }
 
+std::vector<torch::Tensor> unpickleTensorList(const std::string &source, std::string_view bytes,
+                                              const StorageReader &readStorage)
+{
+    ValuePtr root;
+    try {
+        root = Unpickler(source, bytes, readStorage).run();
+    } catch (const c10::Error &error) {
+        throw invalidInput(source + ": cannot rebuild a tensor: " + error.what_without_backtrace());
+    }
+    if (root->kind != Kind::List && root->kind != Kind::Tuple)
+        throw invalidInput(source + ": holds a " + std::string(kindName(root->kind)) +
+                           ", not a list of tensors (save inputs with torch.save([t1, t2, ...]))");
+    std::vector<torch::Tensor> tensors;
+    for (size_t i = 0; i < root->items.size(); ++i) {
+        const ValuePtr &item = root->items[i];
+        if (item->kind != Kind::Tensor)
+            throw invalidInput(source + ": item " + std::to_string(i) + " of the list is a " + kindName(item->kind) +
+                               ", not a tensor");
+        tensors.push_back(item->tensor);
+    }
+    return tensors;
+}
+
 } // namespace engine::io

@@ -28,4 +28,8 @@ using StorageReader = std::function<torch::Tensor(const std::string &key, c10::S
 /// each storage is read once. `source` names the file in errors (engine::Error, InvalidInput).
 NamedTensors unpickleStateDict(const std::string &source, std::string_view bytes, const StorageReader &readStorage);
 
+/// Runs a pickle whose root is a list or tuple of tensors (Python's `torch.save([t1, t2])`).
+std::vector<torch::Tensor> unpickleTensorList(const std::string &source, std::string_view bytes,
+                                              const StorageReader &readStorage);
+
 } // namespace engine::io

@@ -1,11 +1,13 @@
 #include "engine/model/llamamodel.h"
 
 #include "engine/core/error.h"
+#include "engine/core/modulescope.h"
 
 #include <cmath>
 #include <limits>
 #include <numbers>
 #include <string>
+#include <string_view>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/functional/linear.h>
@@ -88,6 +90,14 @@ torch::Tensor applyRotary(const torch::Tensor &x, const RotaryTables &rotary)
     return torch::cat({x1 * rotary.cos - x2 * rotary.sin, x2 * rotary.cos + x1 * rotary.sin}, -1);
 }
 
+// A submodule's call under its registered name, for the inspector's module paths (engine/core/modulescope.h).
+template <typename Call>
+torch::Tensor inScope(std::string_view name, Call &&call)
+{
+    const ModuleScope scope(name);
+    return call();
+}
+
 // float32 for half types, unchanged for float32 and float64: HF upcasts norms and softmax to float32.
 c10::ScalarType atLeastFloat32(c10::ScalarType type)
 {
@@ -140,9 +150,11 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor &x, const RotaryTa
     const int64_t length = x.size(1);
     const int64_t groups = m_heads / m_kvHeads;
 
-    const torch::Tensor q = applyRotary(q_proj(x).view({batch, length, m_heads, m_headDim}), rotary);
-    const torch::Tensor k = applyRotary(k_proj(x).view({batch, length, m_kvHeads, m_headDim}), rotary);
-    const torch::Tensor v = v_proj(x).view({batch, length, m_kvHeads, m_headDim});
+    const torch::Tensor q =
+        applyRotary(inScope("q_proj", [&] { return q_proj(x); }).view({batch, length, m_heads, m_headDim}), rotary);
+    const torch::Tensor k =
+        applyRotary(inScope("k_proj", [&] { return k_proj(x); }).view({batch, length, m_kvHeads, m_headDim}), rotary);
+    const torch::Tensor v = inScope("v_proj", [&] { return v_proj(x); }).view({batch, length, m_kvHeads, m_headDim});
 
     // Query heads of one kv group stacked along rows: [B*kv, groups*T, D]. Head h uses kv head
     // h / groups, as transformers' repeat_kv, without materializing repeated keys and values.
@@ -169,7 +181,7 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor &x, const RotaryTa
                                   .view({batch, m_kvHeads, groups, length, m_headDim})
                                   .permute({0, 3, 1, 2, 4})
                                   .reshape({batch, length, m_heads * m_headDim});
-    return o_proj(out);
+    return inScope("o_proj", [&] { return o_proj(out); });
 }
 
 LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig &config)
@@ -181,7 +193,9 @@ LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig &config)
 
 torch::Tensor LlamaMlpImpl::forward(const torch::Tensor &x)
 {
-    return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
+    const torch::Tensor gate = inScope("gate_proj", [&] { return gate_proj(x); });
+    const torch::Tensor up = inScope("up_proj", [&] { return up_proj(x); });
+    return inScope("down_proj", [&] { return down_proj(torch::silu(gate) * up); });
 }
 
 LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig &config)
@@ -197,8 +211,11 @@ torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor &x, const Rotar
                                              const torch::Tensor &mask, torch::Tensor *pastKeys,
                                              torch::Tensor *pastValues)
 {
-    const torch::Tensor h = x + self_attn(input_layernorm(x), rotary, mask, pastKeys, pastValues);
-    return h + mlp(post_attention_layernorm(h));
+    const torch::Tensor normed = inScope("input_layernorm", [&] { return input_layernorm(x); });
+    const torch::Tensor h =
+        x + inScope("self_attn", [&] { return self_attn(normed, rotary, mask, pastKeys, pastValues); });
+    const torch::Tensor normed2 = inScope("post_attention_layernorm", [&] { return post_attention_layernorm(h); });
+    return h + inScope("mlp", [&] { return mlp(normed2); });
 }
 
 LlamaModelImpl::LlamaModelImpl(const LlamaConfig &config)
@@ -246,7 +263,7 @@ torch::Tensor LlamaModelImpl::forward(const torch::Tensor &inputIds, int64_t pos
         cache->values.resize(m_layers.size());
     }
 
-    torch::Tensor h = embed_tokens(inputIds.to(embed_tokens->weight.device()));
+    torch::Tensor h = inScope("embed_tokens", [&] { return embed_tokens(inputIds.to(embed_tokens->weight.device())); });
     RotaryTables rotary = rotaryTables(positionOffset, length, h);
 
     // Additive causal mask [groups * T, past + T]: query i sees keys 0 .. past + i; with a sliding
@@ -278,10 +295,11 @@ torch::Tensor LlamaModelImpl::forward(const torch::Tensor &inputIds, int64_t pos
             if (mask.defined())
                 mask = mask.to(device);
         }
+        const ModuleScope scope("layers", static_cast<int64_t>(i));
         h = m_layers[i]->forward(h, rotary, mask, cache ? &cache->keys[i] : nullptr,
                                  cache ? &cache->values[i] : nullptr);
     }
-    return norm(h.to(norm->weight.device()));
+    return inScope("norm", [&] { return norm(h.to(norm->weight.device())); });
 }
 
 LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaConfig &config)
@@ -296,15 +314,17 @@ LlamaForCausalLMImpl::LlamaForCausalLMImpl(const LlamaConfig &config)
 torch::Tensor LlamaForCausalLMImpl::hiddenStates(const torch::Tensor &inputIds, int64_t positionOffset,
                                                  KvCache *cache)
 {
-    return model->forward(inputIds, positionOffset, cache);
+    return inScope("model", [&] { return model->forward(inputIds, positionOffset, cache); });
 }
 
 torch::Tensor LlamaForCausalLMImpl::logitsFromHidden(const torch::Tensor &hidden)
 {
     const torch::Tensor weight = outputWeight();
     const torch::Tensor onDevice = hidden.to(weight.device());
-    const torch::Tensor logits =
-        lm_head ? lm_head(onDevice) : torch::nn::functional::linear(onDevice, model->embed_tokens->weight);
+    const torch::Tensor logits = lm_head ? inScope("lm_head", [&] { return lm_head(onDevice); })
+                                         : inScope("model.embed_tokens", [&] {
+                                               return torch::nn::functional::linear(onDevice, model->embed_tokens->weight);
+                                           });
     return logits.to(torch::kFloat32);
 }
 

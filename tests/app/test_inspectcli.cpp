@@ -1,0 +1,132 @@
+// `tunebench inspect` run as a user would (a child process per command): the JSON fields the issue
+// promises, the readable report, exit codes, and one clear error line for each bad input.
+
+#include "support/cliprocess.h"
+#include "support/tempdir.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing_support::ProcessResult;
+
+namespace {
+
+const fs::path kData = fs::path(TUNEBENCH_TEST_DATA) / "inspect";
+
+class InspectCliTest : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        m_dir = std::make_unique<testing_support::TempDir>("inspectcli");
+        testing_support::isolateXdgDirs(m_dir->path());
+    }
+
+    ProcessResult run(const std::vector<std::string> &args)
+    {
+        std::vector<std::string> all{"inspect"};
+        all.insert(all.end(), args.begin(), args.end());
+        return testing_support::runProcess(TUNEBENCH_CLI, all, m_dir->path(), "inspect");
+    }
+
+    json runJson(const std::vector<std::string> &args)
+    {
+        std::vector<std::string> all = args;
+        all.push_back("--json");
+        const ProcessResult r = run(all);
+        EXPECT_EQ(r.exitCode, 0) << r.err;
+        return json::parse(r.out);
+    }
+
+    void expectOneErrorLine(const std::vector<std::string> &args, const std::string &needle)
+    {
+        const ProcessResult r = run(args);
+        EXPECT_NE(r.exitCode, 0) << needle;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_TRUE(r.err.starts_with("tunebench: ")) << r.err;
+        EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+        EXPECT_TRUE(r.out.empty()) << r.out;
+    }
+
+    std::unique_ptr<testing_support::TempDir> m_dir;
+};
+
+} // namespace
+
+TEST_F(InspectCliTest, KvCacheInplaceJson)
+{
+    const json j = runJson({"--scenario", "kv-cache-inplace"});
+    EXPECT_EQ(j["status"], "inplace_conflict");
+    EXPECT_EQ(j["culprit_op"], "aten::copy_");
+    EXPECT_EQ(j["culprit_module"], "attention");
+    EXPECT_EQ(j["saved_by_op"], "aten::bmm");
+    EXPECT_EQ(j["backward_node"], "BmmBackward0");
+    EXPECT_GE(j["culprit_index"].get<int64_t>(), 0);
+    EXPECT_EQ(j["tensor_shape"].size(), 3u);
+    EXPECT_GT(j["current_version"].get<int64_t>(), j["saved_version"].get<int64_t>());
+    EXPECT_NE(j["fix"].get<std::string>().find("Clone before writing"), std::string::npos);
+    EXPECT_NE(j["pytorch_error"].get<std::string>().find("modified by an inplace operation"), std::string::npos);
+}
+
+TEST_F(InspectCliTest, VerifyFixAndOtherScenarios)
+{
+    const json fixed = runJson({"--scenario", "kv-cache-inplace", "--verify-fix"});
+    EXPECT_EQ(fixed["status"], "ok");
+    EXPECT_EQ(fixed["pytorch_error"], "");
+    EXPECT_TRUE(fixed["backward_succeeded"].get<bool>());
+
+    const json nan = runJson({"--scenario", "nan-log"});
+    EXPECT_EQ(nan["status"], "nan");
+    EXPECT_EQ(nan["first_nan_op"], "aten::log");
+    EXPECT_EQ(nan["first_nan_module"], "head");
+    EXPECT_EQ(nan["phase"], "forward");
+
+    const json frozen = runJson({"--scenario", "frozen-in-optimizer"});
+    EXPECT_EQ(frozen["status"], "ok");
+    EXPECT_EQ(frozen["gradient_problems"].size(), 2u);
+}
+
+TEST_F(InspectCliTest, TorchScriptModuleAndReadableReport)
+{
+    const json j = runJson({"--torchscript", (kData / "inplace_cache.pt").string(), "--inputs",
+                            (kData / "inplace_cache_inputs.pt").string()});
+    EXPECT_EQ(j["status"], "inplace_conflict");
+    EXPECT_EQ(j["culprit_op"], "aten::copy_");
+    EXPECT_EQ(j["backward_node"], "BmmBackward0");
+
+    const ProcessResult text = run({"--scenario", "kv-cache-inplace"});
+    EXPECT_EQ(text.exitCode, 0) << text.err;
+    EXPECT_NE(text.out.find("written by   aten::copy_"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("How to fix it"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("PyTorch said: one of the variables"), std::string::npos) << text.out;
+}
+
+TEST_F(InspectCliTest, ModelFolderStep)
+{
+    const fs::path model = m_dir->path() / "model";
+    fs::create_directories(model);
+    testing_support::writeTinyConfig(model);
+    const fs::path data = m_dir->path() / "data.txt";
+    testing_support::writeCorpusSlice(data, 2000);
+    const json j = runJson({"--model", model.string(), "--data", data.string(), "--seq-len", "16"});
+    EXPECT_EQ(j["status"], "ok") << j.dump();
+    EXPECT_GT(j["gradient_flow"].size(), 10u);
+    EXPECT_EQ(j["gradient_problems"].size(), 0u) << j.dump();
+}
+
+TEST_F(InspectCliTest, BadInputIsOneClearError)
+{
+    const std::string module = (kData / "inplace_cache.pt").string();
+    const std::string inputs = (kData / "inplace_cache_inputs.pt").string();
+    expectOneErrorLine({"--scenario", "nope"}, "unknown scenario 'nope'");
+    expectOneErrorLine({"--torchscript", inputs, "--inputs", inputs}, "not a loadable TorchScript module");
+    expectOneErrorLine({"--torchscript", module, "--inputs", inputs, "--method", "nope"}, "has no method 'nope'");
+    expectOneErrorLine({"--torchscript", module, "--inputs", inputs, "--method", "positions"}, "not a tensor");
+    expectOneErrorLine({"--torchscript", module, "--inputs", (kData / "two_inputs.pt").string()}, "do not match");
+    expectOneErrorLine({"--scenario", "kv-cache-inplace", "--max-record-mib", "0.0005"}, "memory bound");
+    expectOneErrorLine({"--torchscript", module}, "--inputs");
+    expectOneErrorLine({}, "give --scenario");
+}
