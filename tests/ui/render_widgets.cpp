@@ -87,6 +87,8 @@ int main(int argc, char **argv)
     graph.setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     graph.setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     graph.resize(graph.sceneRect().size().toSize() + QSize(4, 4)); // 1:1, nothing cut off
+    graph.show(); // lays out the viewport at its real size
+    QApplication::processEvents();
     graph.fitGraph();
     ok &= save(graph, dir + QStringLiteral("/widgets-autogradgraph") + suffix);
 

@@ -257,6 +257,7 @@ void AutogradGraphView::rebuild()
 
 void AutogradGraphView::fitGraph()
 {
+    m_autoFit = true;
     resetTransform();
     const QRectF r = scene()->sceneRect();
     if (r.isEmpty())
@@ -315,6 +316,7 @@ void AutogradGraphView::wheelEvent(QWheelEvent *event)
         const double current = transform().m11();
         const double next = std::clamp(current * factor, 0.05, 4.0);
         scale(next / current, next / current);
+        m_autoFit = false;
         event->accept();
         return;
     }
@@ -329,6 +331,13 @@ void AutogradGraphView::keyPressEvent(QKeyEvent *event)
         return;
     }
     QGraphicsView::keyPressEvent(event);
+}
+
+void AutogradGraphView::resizeEvent(QResizeEvent *event)
+{
+    QGraphicsView::resizeEvent(event);
+    if (m_autoFit)
+        fitGraph();
 }
 
 void AutogradGraphView::changeEvent(QEvent *event)

@@ -70,7 +70,7 @@ public:
     int selectedNode() const { return m_selected; }
     /// Scrolls so that node `id` is in the middle.
     void centerOnNode(int id);
-    /// Fits the whole graph (never magnifying past 1:1).
+    /// Fits the whole graph (never magnifying past 1:1); it keeps fitting on resizes until the user zooms.
     void fitGraph();
 
     /// Scene rectangle of node `id` (empty when unknown).
@@ -89,6 +89,7 @@ protected:
     void wheelEvent(QWheelEvent *event) override;
     void keyPressEvent(QKeyEvent *event) override;
     void changeEvent(QEvent *event) override;
+    void resizeEvent(QResizeEvent *event) override;
 
 private:
     void rebuild();
@@ -98,6 +99,7 @@ private:
     int m_selected = -1;
     bool m_graphviz = false;
     int m_edgeCount = 0;
+    bool m_autoFit = true; ///< refit on resize (until the user zooms)
 };
 
 } // namespace ui
