@@ -43,8 +43,7 @@ QPalette darkPalette()
 
 bool save(QWidget &widget, const QString &path)
 {
-    QImage image(widget.size() * 2, QImage::Format_ARGB32_Premultiplied);
-    image.setDevicePixelRatio(2);
+    QImage image(widget.size(), QImage::Format_ARGB32_Premultiplied);
     image.fill(widget.palette().color(QPalette::Window));
     widget.render(&image);
     const bool ok = image.save(path);

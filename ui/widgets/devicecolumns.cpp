@@ -7,6 +7,7 @@
 #include <QHelpEvent>
 #include <QKeyEvent>
 #include <QMouseEvent>
+#include <QPaintEvent>
 #include <QPainter>
 #include <QPainterPath>
 #include <QToolTip>
@@ -405,13 +406,14 @@ void DeviceColumnsWidget::cancelDrag()
     update();
 }
 
-void DeviceColumnsWidget::paintEvent(QPaintEvent *)
+void DeviceColumnsWidget::paintEvent(QPaintEvent *event)
 {
     QPainter painter(this);
     painter.setRenderHint(QPainter::Antialiasing, true);
     paintLegend(painter);
     for (int i = 0; i < m_layout.size(); ++i)
-        paintColumn(painter, i);
+        if (m_layout[i].column.intersects(event->rect()))
+            paintColumn(painter, i, event->rect());
     if (m_data.devices.isEmpty()) {
         painter.setPen(palette().color(QPalette::PlaceholderText));
         painter.drawText(rect().adjusted(0, m_legend.bottom(), 0, 0), Qt::AlignCenter, tr("No devices to show."));
@@ -451,7 +453,7 @@ void DeviceColumnsWidget::paintLegend(QPainter &painter)
     painter.drawText(QRect(x, m_legend.top(), fm.horizontalAdvance(over) + 2, m_legend.height()), Qt::AlignVCenter | Qt::AlignLeft, over);
 }
 
-void DeviceColumnsWidget::paintColumn(QPainter &painter, int index)
+void DeviceColumnsWidget::paintColumn(QPainter &painter, int index, const QRect &exposed)
 {
     const DeviceColumn &device = m_data.devices[index];
     const ColumnLayout &l = m_layout[index];
@@ -559,11 +561,15 @@ void DeviceColumnsWidget::paintColumn(QPainter &painter, int index)
     painter.setPen(pal.color(QPalette::PlaceholderText));
     const QRect caption(l.list.left(), l.list.top(), l.list.width(), fm.height());
     painter.drawText(caption, Qt::AlignLeft | Qt::AlignVCenter,
-                     device.modules.isEmpty() ? tr("no modules") : tr("%n module block(s)", nullptr, int(device.modules.size())));
+                     device.modules.isEmpty()      ? tr("no modules")
+                     : device.modules.size() == 1 ? tr("1 module block")
+                                                  : tr("%1 module blocks").arg(device.modules.size()));
     const QColor blockFill = kindColor(MemoryKind::Weights);
     for (int b = 0; b < l.blocks.size(); ++b) {
         const DeviceModuleBlock &block = device.modules[b];
         const QRect r = l.blocks[b];
+        if (!r.intersects(exposed))
+            continue; // in a scroll area only the visible blocks are drawn
         const bool lifted = m_dragging && m_pressColumn == index && m_pressBlock == b;
         QColor fill = blockFill;
         fill.setAlpha(lifted ? 40 : 110);

@@ -138,7 +138,7 @@ private:
     QString toolTipFor(const Hit &hit) const;
     void cancelDrag();
     void paintLegend(QPainter &painter);
-    void paintColumn(QPainter &painter, int index);
+    void paintColumn(QPainter &painter, int index, const QRect &exposed);
     void paintDragGhost(QPainter &painter);
 
     DeviceColumnsData m_data;
