@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libtorch-dev libopenblas0-openmp
-  qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6
+  qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6 libgraphviz-dev
   libsqlite3-dev nlohmann-json3-dev libcli11-dev
   libsentencepiece-dev libonig-dev libicu-dev
   libgtest-dev libgmock-dev

@@ -1,0 +1,53 @@
+#include "ui/widgets/widgetstyle.h"
+
+#include <QLocale>
+#include <QObject>
+
+#include <array>
+#include <cstdlib>
+
+namespace ui {
+
+QString formatBytes(qint64 bytes)
+{
+    static constexpr std::array<const char *, 6> units{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    const qint64 magnitude = bytes < 0 ? -bytes : bytes;
+    if (magnitude < 1024)
+        return QStringLiteral("%1 B").arg(bytes);
+    double value = double(bytes) / 1024.0;
+    std::size_t unit = 0;
+    while (std::abs(value) >= 1023.95 && unit + 1 < units.size()) {
+        value /= 1024.0;
+        ++unit;
+    }
+    return QStringLiteral("%1 %2").arg(value, 0, 'f', 1).arg(QLatin1String(units[unit]));
+}
+
+QString formatExactBytes(qint64 bytes)
+{
+    return QObject::tr("%1 bytes").arg(QLocale().toString(bytes));
+}
+
+QColor textColorOn(const QColor &background)
+{
+    // Relative luminance (sRGB weights); the threshold favours white on mid tones.
+    const double luminance = 0.2126 * background.redF() + 0.7152 * background.greenF() + 0.0722 * background.blueF();
+    return luminance > 0.55 ? QColor(20, 20, 20) : QColor(250, 250, 250);
+}
+
+bool isDark(const QColor &window)
+{
+    return window.lightnessF() < 0.5;
+}
+
+QColor alarmColor(const QColor &window)
+{
+    return isDark(window) ? QColor(0xff, 0x6b, 0x6b) : QColor(0xc6, 0x28, 0x28);
+}
+
+QColor okColor(const QColor &window)
+{
+    return isDark(window) ? QColor(0x7b, 0xd8, 0x8f) : QColor(0x2e, 0x7d, 0x32);
+}
+
+} // namespace ui
