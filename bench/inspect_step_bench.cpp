@@ -59,8 +59,13 @@ int main(int argc, char **argv)
         optimizer.zero_grad();
         std::unique_ptr<engine::inspect::StepRecorder> recorder;
         engine::inspect::TrainingGuard guard;
-        if (mode == Record)
-            recorder = std::make_unique<engine::inspect::StepRecorder>();
+        if (mode == Record) {
+            // INSPECT_NO_CHECKSUMS / INSPECT_NO_NAN: the cost of each part of a full recording.
+            engine::inspect::RecordOptions options;
+            options.checksums = std::getenv("INSPECT_NO_CHECKSUMS") == nullptr;
+            options.findNan = std::getenv("INSPECT_NO_NAN") == nullptr;
+            recorder = std::make_unique<engine::inspect::StepRecorder>(options);
+        }
         if (mode == Guard)
             guard.beginStep();
         const torch::Tensor logits = model->forward(tokens.narrow(1, 0, seq));
