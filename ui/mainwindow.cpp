@@ -3,7 +3,9 @@
 #include "app/bridge/enginebridge.h"
 #include "engine/core/paths.h"
 #include "engine/core/settings.h"
-#include "ui/pages/placeholderpage.h"
+#include "engine/core/systeminfo.h"
+#include "ui/pages/inspectpage.h"
+#include "ui/pages/planpage.h"
 #include "ui/pages/runspage.h"
 #include "ui/pages/trainpage.h"
 
@@ -74,26 +76,17 @@ MainWindow::MainWindow(const QString &storePath, QWidget *parent) : QMainWindow(
 
     m_pages = new QStackedWidget(this);
     m_pages->setObjectName(QStringLiteral("pages"));
-    auto *planPage = new PlaceholderPage(
-        tr("Plan comes in a later version"),
-        tr("Plan will read a model folder without loading its weights and tell you whether it trains on "
-           "your GPUs and memory. It will then propose how to split its layers across devices, in a map "
-           "you can edit and export."),
-        this);
-    planPage->setObjectName(QStringLiteral("planPage"));
+    m_planPage = new PlanPage(this);
+    m_planPage->setObjectName(QStringLiteral("planPage"));
     m_trainPage = new TrainPage(*m_bridge, m_storePath, this);
     m_trainPage->setObjectName(QStringLiteral("trainPage"));
-    auto *inspectPage = new PlaceholderPage(
-        tr("Inspect comes in a later version"),
-        tr("Inspect will trace a training step op by op to explain why backward failed or the loss turned "
-           "NaN: which tensor was modified in place, which value overflowed, and in which module."),
-        this);
-    inspectPage->setObjectName(QStringLiteral("inspectPage"));
+    m_inspectPage = new InspectPage(*m_bridge, this);
+    m_inspectPage->setObjectName(QStringLiteral("inspectPage"));
     m_runsPage = new RunsPage(m_storePath, this);
     m_runsPage->setObjectName(QStringLiteral("runsPage"));
-    m_pages->addWidget(planPage);
+    m_pages->addWidget(m_planPage);
     m_pages->addWidget(m_trainPage);
-    m_pages->addWidget(inspectPage);
+    m_pages->addWidget(m_inspectPage);
     m_pages->addWidget(m_runsPage);
     connect(m_navigation, &QListWidget::currentRowChanged, m_pages, &QStackedWidget::setCurrentIndex);
 
@@ -119,6 +112,13 @@ MainWindow::MainWindow(const QString &storePath, QWidget *parent) : QMainWindow(
     connect(m_trainPage, &TrainPage::stateChanged, m_stateLabel, &QLabel::setText);
     connect(m_trainPage, &TrainPage::progressChanged, this, &MainWindow::onProgress);
     connect(m_trainPage, &TrainPage::statusMessage, statusBar(), &QStatusBar::showMessage);
+    connect(m_planPage, &PlanPage::statusMessage, statusBar(), &QStatusBar::showMessage);
+    connect(m_inspectPage, &InspectPage::statusMessage, statusBar(), &QStatusBar::showMessage);
+    connect(m_planPage, &PlanPage::trainWithPlanRequested, this,
+            [this](const QString &modelPath, const engine::plan::Plan &plan) {
+                m_trainPage->usePlan(modelPath, plan);
+                showPage(Page::Train);
+            });
     connect(m_runsPage, &RunsPage::statusMessage, this, [this](const QString &text) { statusBar()->showMessage(text, 15000); });
     connect(m_bridge, &app::EngineBridge::jobFinished, m_runsPage, &RunsPage::refresh);
     connect(m_bridge, &app::EngineBridge::runCreated, m_runsPage, &RunsPage::refresh);
@@ -208,8 +208,9 @@ void MainWindow::showAbout()
 {
     QMessageBox::about(this, tr("About tunebench"),
                        tr("<h3>tunebench %1</h3><p>A workbench for fine-tuning and debugging transformer "
-                          "language models.</p><p>Runs are recorded in <code>%2</code>.</p>")
-                           .arg(QStringLiteral(TUNEBENCH_VERSION), m_storePath.toHtmlEscaped()));
+                          "language models.</p><p>Runs are recorded in <code>%2</code>.</p><pre>%3</pre>")
+                           .arg(QStringLiteral(TUNEBENCH_VERSION), m_storePath.toHtmlEscaped(),
+                                QString::fromStdString(engine::describeSystem(engine::systemInfo())).toHtmlEscaped()));
 }
 
 } // namespace ui

@@ -14,6 +14,8 @@ class EngineBridge;
 
 namespace ui {
 
+class InspectPage;
+class PlanPage;
 class RunsPage;
 class TrainPage;
 
@@ -31,6 +33,8 @@ public:
     QString storePath() const { return m_storePath; }
     app::EngineBridge *bridge() const { return m_bridge; }
     TrainPage *trainPage() const { return m_trainPage; }
+    PlanPage *planPage() const { return m_planPage; }
+    InspectPage *inspectPage() const { return m_inspectPage; }
     RunsPage *runsPage() const { return m_runsPage; }
 
     void showPage(Page page);
@@ -50,6 +54,8 @@ private:
     QListWidget *m_navigation = nullptr;
     QStackedWidget *m_pages = nullptr;
     TrainPage *m_trainPage = nullptr;
+    PlanPage *m_planPage = nullptr;
+    InspectPage *m_inspectPage = nullptr;
     RunsPage *m_runsPage = nullptr;
     QLabel *m_stateLabel = nullptr;
     QLabel *m_stepLabel = nullptr;

@@ -23,6 +23,7 @@ EngineBridge::EngineBridge(QObject *parent, TrainingFunction train) : QObject(pa
     connect(m_worker, &EngineWorker::logLine, this, &EngineBridge::logLine);
     connect(m_worker, &EngineWorker::metricsAvailable, this, &EngineBridge::onMetricsAvailable);
     connect(m_worker, &EngineWorker::jobFinished, this, &EngineBridge::onWorkerFinished);
+    connect(m_worker, &EngineWorker::inspectionFinished, this, &EngineBridge::onInspectionFinished);
     m_thread.setObjectName(QStringLiteral("tunebench engine"));
     m_thread.start();
 }
@@ -69,6 +70,34 @@ bool EngineBridge::startTraining(const engine::train::TrainingParams &params, QS
     }
     Q_EMIT busyChanged(true);
     return true;
+}
+
+bool EngineBridge::startInspection(const InspectRequest &request, QString *error)
+{
+    if (m_busy) {
+        if (error)
+            *error = tr("A job is already running; stop it or wait for it to finish before inspecting.");
+        return false;
+    }
+    m_control.reset();
+    m_busy = true;
+    const bool queued = QMetaObject::invokeMethod(m_worker, "runInspection", Qt::QueuedConnection,
+                                                  Q_ARG(app::InspectRequest, request));
+    if (!queued) {
+        m_busy = false;
+        if (error)
+            *error = tr("Internal error: the engine thread did not accept the job.");
+        return false;
+    }
+    Q_EMIT busyChanged(true);
+    return true;
+}
+
+void EngineBridge::onInspectionFinished(const InspectionResult &report)
+{
+    m_busy = false;
+    Q_EMIT busyChanged(false);
+    Q_EMIT inspectionFinished(report);
 }
 
 void EngineBridge::pause(bool paused)

@@ -15,6 +15,7 @@
 // cannot flood the event loop.
 
 #include "app/bridge/engineworker.h"
+#include "app/bridge/inspectrequest.h"
 #include "app/bridge/joboutcome.h"
 #include "app/bridge/metricsbuffer.h"
 #include "engine/core/jobcontrol.h"
@@ -42,6 +43,9 @@ public:
     /// Queues a training job on the engine thread. Refused (false, with one clear message in
     /// *error) while another job runs or when the settings are invalid; no job starts then.
     bool startTraining(const engine::train::TrainingParams &params, QString *error = nullptr);
+    /// Queues an inspection (one recorded step, torch work) on the engine thread; its report arrives
+    /// in inspectionFinished. Refused (false, with a message) while another job runs.
+    bool startInspection(const InspectRequest &request, QString *error = nullptr);
     /// Pauses or resumes the running job at its next step boundary. No effect when idle.
     void pause(bool paused);
     /// Asks the running job to stop at its next step boundary; it then ends Cancelled.
@@ -70,11 +74,14 @@ Q_SIGNALS:
     void stepMetrics(const QList<engine::train::StepMetrics> &batch);
     /// After the last stepMetrics batch of the job.
     void jobFinished(const app::JobOutcome &outcome);
+    /// An inspection ended (its report says how; status Error when it could not run).
+    void inspectionFinished(const app::InspectionResult &report);
 
 private:
     void onMetricsAvailable();
     void drainMetrics();
     void onWorkerFinished(const app::JobOutcome &outcome);
+    void onInspectionFinished(const app::InspectionResult &report);
 
     engine::JobControl m_control;
     MetricsBuffer m_metrics;

@@ -54,4 +54,10 @@ void EngineWorker::runTraining(const engine::train::TrainingParams &params)
     Q_EMIT jobFinished(outcome);
 }
 
+void EngineWorker::runInspection(const InspectRequest &request)
+{
+    Q_EMIT jobStarted();
+    Q_EMIT inspectionFinished(runInspectRequest(request));
+}
+
 } // namespace app

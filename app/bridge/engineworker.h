@@ -1,6 +1,7 @@
 #pragma once
 // The object that lives on the engine thread and runs jobs there. Owned by EngineBridge.
 
+#include "app/bridge/inspectrequest.h"
 #include "app/bridge/joboutcome.h"
 #include "app/bridge/metricsbuffer.h"
 #include "engine/core/jobcontrol.h"
@@ -30,6 +31,7 @@ public:
 
 public Q_SLOTS:
     void runTraining(const engine::train::TrainingParams &params);
+    void runInspection(const app::InspectRequest &request);
 
 Q_SIGNALS:
     void jobStarted();
@@ -38,6 +40,7 @@ Q_SIGNALS:
     /// The metrics buffer went from drained to non-empty (at most once per drain).
     void metricsAvailable();
     void jobFinished(const app::JobOutcome &outcome);
+    void inspectionFinished(const app::InspectionResult &report);
 
 private:
     engine::JobControl &m_control;

@@ -1,5 +1,7 @@
 #include "app/bridge/joboutcome.h"
 
+#include "app/bridge/inspectrequest.h"
+
 #include "engine/train/trainer.h"
 
 namespace app {
@@ -52,6 +54,8 @@ void registerMetaTypes()
     qRegisterMetaType<engine::train::TrainingParams>();
     qRegisterMetaType<engine::train::StepMetrics>();
     qRegisterMetaType<engine::LogLevel>();
+    qRegisterMetaType<app::InspectRequest>();
+    qRegisterMetaType<app::InspectionResult>();
 }
 
 } // namespace app

@@ -156,6 +156,29 @@ struct GradientRow {
     std::string problem;            ///< "" or a plain sentence ("frozen but in the optimizer", ...)
 };
 
+/// A node of the backward graph, as the walk from the loss found it before backward ran.
+struct GraphNode {
+    int64_t id = 0;                     ///< index into AutogradGraph::nodes; 0 = the loss's grad_fn
+    std::string name;                   ///< "BmmBackward0", "AccumulateGrad"
+    int64_t sequenceNr = -1;
+    int64_t forwardOp = -1;             ///< the forward op that created it (index into ops), -1 = unknown
+    std::vector<int64_t> savedTensorIds; ///< tensors it saved (indices into savedTensors)
+};
+
+/// An edge from a node to one of its next_edges (towards the leaves).
+struct GraphEdge {
+    int64_t from = 0;
+    int64_t to = 0;
+};
+
+/// The backward graph of the recorded step, bounded in size.
+struct AutogradGraph {
+    std::vector<GraphNode> nodes;
+    std::vector<GraphEdge> edges;
+    bool truncated = false;             ///< the walk stopped at kMaxGraphNodes
+    static constexpr size_t kMaxGraphNodes = 4000;
+};
+
 /// How much of the step the recording kept.
 struct RecordingStats {
     int64_t opsSeen = 0;
@@ -180,6 +203,7 @@ struct InspectionReport {
     std::vector<OpRecord> ops;
     std::vector<StorageTimeline> storages;
     std::vector<SavedTensorInfo> savedTensors;
+    AutogradGraph graph;
     RecordingStats stats;
     double loss = 0;                ///< the loss of the step (NaN possible)
     bool backwardSucceeded = false;

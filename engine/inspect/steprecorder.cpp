@@ -73,6 +73,7 @@ struct RecorderState {
     std::unordered_map<const c10::TensorImpl *, int64_t> producer;
     std::unordered_map<int64_t, int64_t> lastForwardOpBySeq;
     std::unordered_map<int64_t, std::string> nodeNameBySeq;
+    AutogradGraph graph; // the backward graph as beginBackward walked it
     std::unordered_map<int64_t, std::string> moduleBySeq;
     std::unordered_map<std::string, std::vector<bool>> writeArgsByOp;
 
@@ -499,18 +500,38 @@ std::vector<StaleSaved> StepRecorder::beginBackward(const at::Tensor &loss)
     std::lock_guard lock(m_state->mutex);
     // Walk the graph: node names by sequence number, and which nodes backward will run.
     std::unordered_set<int64_t> reachable;
+    AutogradGraph &graph = m_state->graph;
+    graph = {};
     if (loss.defined() && loss.grad_fn()) {
-        std::vector<torch::autograd::Node *> pending{loss.grad_fn().get()};
-        std::unordered_set<torch::autograd::Node *> seen{loss.grad_fn().get()};
-        while (!pending.empty()) {
-            torch::autograd::Node *node = pending.back();
-            pending.pop_back();
+        // Breadth first from the loss, so a truncated graph keeps the nodes nearest the loss.
+        std::vector<torch::autograd::Node *> order{loss.grad_fn().get()};
+        std::unordered_map<torch::autograd::Node *, int64_t> ids{{loss.grad_fn().get(), 0}};
+        for (size_t next = 0; next < order.size(); ++next) {
+            torch::autograd::Node *node = order[next];
             const auto seq = static_cast<int64_t>(node->sequence_nr());
             reachable.insert(seq);
             m_state->nodeNameBySeq[seq] = node->name();
-            for (const torch::autograd::Edge &edge : node->next_edges())
-                if (edge.function && seen.insert(edge.function.get()).second)
-                    pending.push_back(edge.function.get());
+            GraphNode item;
+            item.id = static_cast<int64_t>(next);
+            item.name = node->name();
+            item.sequenceNr = seq;
+            if (auto op = m_state->lastForwardOpBySeq.find(seq); op != m_state->lastForwardOpBySeq.end())
+                item.forwardOp = op->second;
+            graph.nodes.push_back(std::move(item));
+            for (const torch::autograd::Edge &edge : node->next_edges()) {
+                if (!edge.function)
+                    continue;
+                auto [it, added] = ids.emplace(edge.function.get(), static_cast<int64_t>(order.size()));
+                if (added) {
+                    if (order.size() >= AutogradGraph::kMaxGraphNodes) {
+                        ids.erase(it);
+                        graph.truncated = true;
+                        continue;
+                    }
+                    order.push_back(edge.function.get());
+                }
+                graph.edges.push_back({static_cast<int64_t>(next), it->second});
+            }
         }
     }
     for (auto &[seq, opIndex] : m_state->lastForwardOpBySeq) {
@@ -518,12 +539,17 @@ std::vector<StaleSaved> StepRecorder::beginBackward(const at::Tensor &loss)
         if (name != m_state->nodeNameBySeq.end())
             m_state->ops[static_cast<size_t>(opIndex)].backwardNode = name->second;
     }
+    std::unordered_map<int64_t, size_t> nodeBySeq;
+    for (size_t n = 0; n < graph.nodes.size(); ++n)
+        nodeBySeq.emplace(graph.nodes[n].sequenceNr, n);
     for (size_t i = 0; i < m_state->saved.size(); ++i) {
         SavedTensorInfo &info = m_state->saved[i];
         const SavedEntry &entry = *m_state->savedEntries[i];
         auto name = m_state->nodeNameBySeq.find(entry.seqNr);
         if (name != m_state->nodeNameBySeq.end())
             info.backwardNode = name->second;
+        if (auto node = nodeBySeq.find(entry.seqNr); entry.seqNr >= 0 && node != nodeBySeq.end())
+            graph.nodes[node->second].savedTensorIds.push_back(info.id);
         if (!reachable.empty() && !reachable.count(entry.seqNr))
             continue;
         const auto current = static_cast<int64_t>(entry.version.current_version());
@@ -568,6 +594,7 @@ void StepRecorder::fill(InspectionReport &report) const
         if (!timeline.events.empty())
             report.storages.push_back(timeline);
     report.savedTensors = m_state->saved;
+    report.graph = m_state->graph;
     report.nan = m_state->nan;
     report.stats = m_state->stats;
     report.stats.bytesUsed = m_state->stats.bytesUsed + m_state->diagnosisBytes;

@@ -3,6 +3,8 @@
 #include "app/bridge/enginebridge.h"
 #include "ui/mainwindow.h"
 #include "ui/models/runsmodel.h"
+#include "ui/pages/inspectpage.h"
+#include "ui/pages/planpage.h"
 #include "ui/pages/runspage.h"
 #include "ui/pages/trainpage.h"
 #include "ui/widgets/lossplot.h"
@@ -107,7 +109,7 @@ protected:
     std::unique_ptr<ui::MainWindow> m_window;
 };
 
-TEST_F(MainWindowTest, SidebarSwitchesPagesAndLaterPagesSaySo)
+TEST_F(MainWindowTest, SidebarSwitchesPagesAndThePlanAndInspectPagesStartWithWhatToDo)
 {
     auto *navigation = child<QListWidget>("navigation");
     auto *pages = child<QStackedWidget>("pages");
@@ -118,11 +120,13 @@ TEST_F(MainWindowTest, SidebarSwitchesPagesAndLaterPagesSaySo)
         QTest::mouseClick(navigation->viewport(), Qt::LeftButton, {}, navigation->visualItemRect(item).center());
         EXPECT_EQ(pages->currentWidget()->objectName(), names[row]);
     }
-    for (const char *page : {"planPage", "inspectPage"}) {
-        auto *text = m_window->findChild<QWidget *>(QString::fromLatin1(page))->findChild<QLabel *>(QStringLiteral("placeholderText"));
-        ASSERT_NE(text, nullptr);
-        EXPECT_TRUE(text->text().contains(QStringLiteral("will"))) << text->text().toStdString();
-    }
+    // Before anything is opened, each page says what to do first.
+    auto *planVerdict = m_window->planPage()->findChild<QLabel *>(QStringLiteral("planVerdict"));
+    ASSERT_NE(planVerdict, nullptr);
+    EXPECT_TRUE(planVerdict->text().contains(QStringLiteral("Open a model folder"))) << planVerdict->text().toStdString();
+    auto *inspectHeadline = m_window->inspectPage()->findChild<QLabel *>(QStringLiteral("inspectHeadline"));
+    ASSERT_NE(inspectHeadline, nullptr);
+    EXPECT_TRUE(inspectHeadline->text().contains(QStringLiteral("built-in scenario"))) << inspectHeadline->text().toStdString();
     expectIdleControls();
     EXPECT_EQ(m_window->trainPage()->stateText(), QStringLiteral("Idle"));
 }

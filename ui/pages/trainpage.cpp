@@ -161,10 +161,48 @@ TrainPage::~TrainPage() { saveFields(); }
 
 void TrainPage::useDemoCorpus() { m_corpusEdit->clear(); }
 
+void TrainPage::usePlan(const QString &modelPath, const engine::plan::Plan &plan)
+{
+    m_placementModel = modelPath.trimmed();
+    m_modelEdit->setText(m_placementModel);
+    m_placement = plan.placements();
+    QStringList devices;
+    for (const auto &usage : plan.usage) {
+        if (usage.memory.weights > 0)
+            devices << QString::fromStdString(usage.device.torchDevice());
+    }
+    m_placementLabel->setText(tr("Device map from the Plan page: %n entries over %1.", nullptr, int(m_placement.size()))
+                                  .arg(devices.join(QStringLiteral(", "))));
+    m_placementLabel->show();
+}
+
 QWidget *TrainPage::createSettingsBox()
 {
     auto *box = new QGroupBox(tr("Settings"), this);
     auto *form = new QFormLayout(box);
+
+    m_modelEdit = new QLineEdit(box);
+    m_modelEdit->setObjectName(QStringLiteral("modelEdit"));
+    m_modelEdit->setPlaceholderText(tr("Built-in demo model (LLaMA, 2 M parameters)"));
+    m_modelEdit->setClearButtonEnabled(true);
+    m_modelEdit->setToolTip(tr("A model folder (config.json, with weights to fine-tune) or a config.json; "
+                               "leave empty for the demo model"));
+    auto *modelLabel = new QLabel(tr("&Model:"), box);
+    modelLabel->setBuddy(m_modelEdit);
+    form->addRow(modelLabel);
+    form->addRow(m_modelEdit);
+    m_placementLabel = new QLabel(box);
+    m_placementLabel->setObjectName(QStringLiteral("placementLabel"));
+    m_placementLabel->setWordWrap(true);
+    m_placementLabel->hide();
+    form->addRow(m_placementLabel);
+    connect(m_modelEdit, &QLineEdit::textChanged, this, [this](const QString &text) {
+        // A plan belongs to its model: editing the model drops it.
+        if (!m_placement.empty() && text.trimmed() != m_placementModel) {
+            m_placement.clear();
+            m_placementLabel->hide();
+        }
+    });
 
     m_corpusEdit = new QLineEdit(box);
     m_corpusEdit->setObjectName(QStringLiteral("corpusEdit"));
@@ -248,6 +286,8 @@ QWidget *TrainPage::createProgressBox()
 engine::train::TrainingParams TrainPage::params() const
 {
     engine::train::TrainingParams params;
+    params.modelPath = m_modelEdit->text().trimmed().toStdString();
+    params.devicePlacement = m_placement;
     params.dataPath = m_corpusEdit->text().trimmed().toStdString();
     params.storePath = m_storePath.toStdString();
     params.steps = m_stepsSpin->value();
@@ -420,6 +460,7 @@ void TrainPage::loadFields()
 {
     QSettings settings;
     settings.beginGroup(QStringLiteral("TrainPage"));
+    m_modelEdit->setText(settings.value(QStringLiteral("model"), m_modelEdit->text()).toString());
     m_corpusEdit->setText(settings.value(QStringLiteral("corpus"), m_corpusEdit->text()).toString());
     m_stepsSpin->setValue(settings.value(QStringLiteral("steps"), m_stepsSpin->value()).toInt());
     m_lrSpin->setValue(settings.value(QStringLiteral("learningRate"), m_lrSpin->value()).toDouble());
@@ -432,6 +473,7 @@ void TrainPage::saveFields() const
 {
     QSettings settings;
     settings.beginGroup(QStringLiteral("TrainPage"));
+    settings.setValue(QStringLiteral("model"), m_modelEdit->text());
     settings.setValue(QStringLiteral("corpus"), m_corpusEdit->text());
     settings.setValue(QStringLiteral("steps"), m_stepsSpin->value());
     settings.setValue(QStringLiteral("learningRate"), m_lrSpin->value());

@@ -3,6 +3,7 @@
 
 #include "app/bridge/joboutcome.h"
 #include "engine/core/loglevel.h"
+#include "engine/plan/plan.h"
 #include "engine/train/stepmetrics.h"
 #include "engine/train/trainingparams.h"
 
@@ -39,6 +40,8 @@ public:
 
     /// Points the corpus field back at the bundled demo corpus (the other settings are kept).
     void useDemoCorpus();
+    /// "Train with this plan" from the Plan page: the model folder, loaded onto the plan's devices.
+    void usePlan(const QString &modelPath, const engine::plan::Plan &plan);
 
     LossPlot *lossPlot() const { return m_plot; }
     /// The job's state in a word or two: "Idle", "Running", "Paused", "Stopping", "Succeeded"...
@@ -74,6 +77,10 @@ private:
     QString m_stateText;
     qint64 m_totalSteps = 0;
 
+    QLineEdit *m_modelEdit = nullptr;
+    QLabel *m_placementLabel = nullptr;
+    std::vector<std::pair<std::string, std::string>> m_placement; ///< from the Plan page; empty = one device
+    QString m_placementModel;                                    ///< the model folder the placement is for
     QLineEdit *m_corpusEdit = nullptr;
     QPushButton *m_browseButton = nullptr;
     QSpinBox *m_stepsSpin = nullptr;

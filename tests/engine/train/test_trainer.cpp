@@ -92,11 +92,16 @@ TEST_F(TrainerTest, LossFallsAndEveryStepIsStored)
     ASSERT_EQ(observer.steps.size(), 80u);
     EXPECT_EQ(outcome.stepsCompleted, 80);
 
-    // ln(512) ~ 6.24 at the start; a model that learns gets well below it.
+    // ln(512) ~ 6.24 at the start; a model that learns gets well below it. The margin is 0.75 nats:
+    // libtorch 1.13 falls 1.03 here and Debian 13's 2.6 0.93-1.01 (the same tokenizer file, token ids,
+    // initial weights and batch order, yet the first loss already differs in the third decimal), so
+    // the former bound of 1.0 sat inside the spread between libtorch versions; a model that does
+    // not learn stays above 6.
+    constexpr double kMinimumFall = 0.75;
     const double start = meanLoss(observer.steps, 0, 5);
     const double end = meanLoss(observer.steps, 70, 80);
     EXPECT_GT(start, 5.5);
-    EXPECT_LT(end, start - 1.0) << "loss did not fall: " << start << " -> " << end;
+    EXPECT_LT(end, start - kMinimumFall) << "loss did not fall: " << start << " -> " << end;
     for (const auto &m : observer.steps) {
         EXPECT_GT(m.tokensPerSecond, 0);
         EXPECT_GT(m.learningRate, 0);
@@ -133,7 +138,7 @@ TEST_F(TrainerTest, LossFallsAndEveryStepIsStored)
     again.warmupSteps = 0;
     const auto second = engine::train::runTraining(again, control, resumed);
     ASSERT_EQ(second.status, JobStatus::Succeeded) << (second.error ? second.error->message : "");
-    EXPECT_LT(resumed.steps.front().loss, start - 1.0) << "the saved weights were not loaded";
+    EXPECT_LT(resumed.steps.front().loss, start - kMinimumFall) << "the saved weights were not loaded";
 }
 
 TEST_F(TrainerTest, SameSeedGivesSameLosses)
@@ -155,6 +160,7 @@ TEST_F(TrainerTest, ADeviceMapOverCpuAndDiskTrainsExactlyLikeOneDevice)
     RecordingObserver seed;
     TrainingParams first = tinyParams("map-seed.sqlite3");
     first.steps = 2;
+    first.warmupSteps = 0;
     const auto saved = engine::train::runTraining(first, control, seed);
     ASSERT_EQ(saved.status, JobStatus::Succeeded) << (saved.error ? saved.error->message : "");
 

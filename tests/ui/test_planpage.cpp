@@ -1,0 +1,151 @@
+// The Plan page driven like a user: open ChatGLM-6B's config, plan LoRA on two T4s and 13 GiB of
+// RAM, drag a layer to the CPU, see the bars change, undo.
+
+#include "ui/pages/planpage.h"
+#include "ui/widgets/devicecolumns.h"
+
+#include <QComboBox>
+#include <QLabel>
+#include <QLineEdit>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QUndoStack>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+namespace {
+
+const QString kChatGlm = QStringLiteral(TUNEBENCH_TEST_DATA "/model/configs/chatglm-6b.json");
+
+/// Index of the column with id `device` in the widget's data, or -1.
+int columnOf(const ui::DeviceColumnsWidget &columns, const QString &device)
+{
+    const auto &devices = columns.data().devices;
+    for (int i = 0; i < devices.size(); ++i) {
+        if (devices[i].id == device)
+            return i;
+    }
+    return -1;
+}
+
+class PlanPageTest : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        m_page = std::make_unique<ui::PlanPage>();
+        m_page->resize(1400, 900);
+        m_page->show();
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(m_page.get()));
+        m_page->findChild<QLineEdit *>(QStringLiteral("planMaxMemory"))->setText(QStringLiteral("0=15GiB,1=15GiB,cpu=13GiB"));
+        auto *train = m_page->findChild<QComboBox *>(QStringLiteral("planTrain"));
+        train->setCurrentIndex(train->findData(QStringLiteral("lora")));
+    }
+
+    std::unique_ptr<ui::PlanPage> m_page;
+};
+
+} // namespace
+
+TEST_F(PlanPageTest, OpensAConfigAndShowsEveryDeviceWithAVerdict)
+{
+    ASSERT_TRUE(m_page->openModel(kChatGlm));
+    ASSERT_NE(m_page->plan(), nullptr);
+    const auto &columns = *m_page->deviceColumns();
+    ASSERT_EQ(columnOf(columns, QStringLiteral("0")), 0);
+    ASSERT_GE(columnOf(columns, QStringLiteral("1")), 0);
+    ASSERT_GE(columnOf(columns, QStringLiteral("cpu")), 0);
+    qint64 blocks = 0;
+    for (const auto &column : columns.data().devices)
+        blocks += column.modules.size();
+    EXPECT_GE(blocks, 28 + 3) << "28 GLM blocks plus embeddings, final norm and lm_head";
+    const QString verdict = m_page->findChild<QLabel *>(QStringLiteral("planVerdict"))->text();
+    EXPECT_TRUE(verdict.contains(QStringLiteral("LoRA training"))) << verdict.toStdString();
+    EXPECT_EQ(verdict.contains(QStringLiteral("does not fit")), !m_page->plan()->fits);
+}
+
+TEST_F(PlanPageTest, DraggingALayerToTheCpuChangesTheBarsAndUndoRestoresThem)
+{
+    ASSERT_TRUE(m_page->openModel(kChatGlm));
+    auto *columns = m_page->deviceColumns();
+    const int gpu = columnOf(*columns, QStringLiteral("0"));
+    const int cpu = columnOf(*columns, QStringLiteral("cpu"));
+    ASSERT_GE(gpu, 0);
+    ASSERT_GE(cpu, 0);
+    ASSERT_FALSE(columns->data().devices[gpu].modules.isEmpty()) << "GPU 0 holds something to drag";
+    const int lastBlock = int(columns->data().devices[gpu].modules.size()) - 1;
+    const QString module = columns->data().devices[gpu].modules[lastBlock].module;
+    const qint64 gpuBefore = columns->data().devices[gpu].used();
+    const qint64 cpuBefore = columns->data().devices[cpu].used();
+
+    // Drag the block from GPU 0's list onto the CPU's column, as a user does with the mouse.
+    const QPoint from = columns->blockRect(gpu, lastBlock).center();
+    const QPoint to = columns->columnRect(cpu).center();
+    QTest::mousePress(columns, Qt::LeftButton, Qt::NoModifier, from);
+    QTest::mouseMove(columns, from + QPoint(10, 10));
+    QTest::mouseMove(columns, to);
+    QTest::mouseRelease(columns, Qt::LeftButton, Qt::NoModifier, to);
+
+    ASSERT_EQ(m_page->plan()->deviceOf(module.toStdString()), "cpu") << module.toStdString();
+    EXPECT_LT(columns->data().devices[gpu].used(), gpuBefore);
+    EXPECT_GT(columns->data().devices[cpu].used(), cpuBefore);
+    EXPECT_EQ(m_page->undoStack()->count(), 1);
+
+    m_page->undoStack()->undo();
+    EXPECT_EQ(m_page->plan()->deviceOf(module.toStdString()), "0");
+    EXPECT_EQ(columns->data().devices[gpu].used(), gpuBefore);
+    EXPECT_EQ(columns->data().devices[cpu].used(), cpuBefore);
+    m_page->undoStack()->redo();
+    EXPECT_EQ(m_page->plan()->deviceOf(module.toStdString()), "cpu");
+}
+
+TEST_F(PlanPageTest, ExportedMapImportsBackToTheSamePlan)
+{
+    ASSERT_TRUE(m_page->openModel(kChatGlm));
+    QTemporaryDir dir;
+    const QString file = dir.filePath(QStringLiteral("map.json"));
+    ASSERT_TRUE(m_page->exportMap(file));
+    std::ifstream in(file.toStdString());
+    const auto exported = nlohmann::json::parse(in);
+    ASSERT_TRUE(exported.contains("device_map"));
+    ASSERT_TRUE(exported.contains("max_memory"));
+    auto entries = [](const engine::plan::Plan &plan) {
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const auto &placement : plan.deviceMap)
+            out.emplace_back(placement.module, placement.device);
+        return out;
+    };
+    const auto before = entries(*m_page->plan());
+    ASSERT_TRUE(m_page->moveModule(QString::fromStdString(before.back().first), QStringLiteral("cpu")));
+    ASSERT_NE(entries(*m_page->plan()), before);
+    ASSERT_TRUE(m_page->importMap(file));
+    EXPECT_EQ(entries(*m_page->plan()), before);
+}
+
+TEST_F(PlanPageTest, ABadModelOrBudgetSaysWhatIsWrong)
+{
+    EXPECT_FALSE(m_page->openModel(QStringLiteral("/nonexistent/model")));
+    const QString error = m_page->findChild<QLabel *>(QStringLiteral("planVerdict"))->text();
+    EXPECT_TRUE(error.contains(QStringLiteral("/nonexistent/model"))) << error.toStdString();
+    ASSERT_TRUE(m_page->openModel(kChatGlm));
+    auto *memory = m_page->findChild<QLineEdit *>(QStringLiteral("planMaxMemory"));
+    memory->setText(QStringLiteral("0=fifteen"));
+    m_page->replan();
+    const QString budget = m_page->findChild<QLabel *>(QStringLiteral("planVerdict"))->text();
+    EXPECT_TRUE(budget.contains(QStringLiteral("fifteen"))) << budget.toStdString();
+}
+
+// Saves the README's picture of the Plan page when TUNEBENCH_PLAN_SCREENSHOT names a PNG path.
+TEST_F(PlanPageTest, Screenshot)
+{
+    const QString path = qEnvironmentVariable("TUNEBENCH_PLAN_SCREENSHOT");
+    if (path.isEmpty())
+        GTEST_SKIP() << "set TUNEBENCH_PLAN_SCREENSHOT=path.png to save a screenshot of the Plan page";
+    ASSERT_TRUE(m_page->openModel(kChatGlm));
+    QTest::qWait(200);
+    ASSERT_TRUE(m_page->grab().toImage().save(path));
+}

@@ -1,0 +1,512 @@
+#include "ui/pages/planpage.h"
+
+#include "engine/core/byteunits.h"
+#include "engine/core/error.h"
+#include "engine/plan/devicemapjson.h"
+#include "engine/plan/planmodel.h"
+#include "ui/models/moduletreemodel.h"
+#include "ui/widgets/devicecolumns.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMimeData>
+#include <QPushButton>
+#include <QSaveFile>
+#include <QSettings>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTreeView>
+#include <QUndoCommand>
+#include <QUndoStack>
+#include <QVBoxLayout>
+
+#include <exception>
+#include <fstream>
+#include <sstream>
+
+namespace ui {
+
+using engine::plan::Plan;
+
+/// One drag of a module to another device: both plans are values, so undo simply shows the old one.
+class PlanMoveCommand : public QUndoCommand {
+public:
+    PlanMoveCommand(PlanPage &page, Plan before, Plan after, const QString &text)
+        : QUndoCommand(text), m_page(page), m_before(std::move(before)), m_after(std::move(after))
+    {
+    }
+    void undo() override { m_page.showPlan(m_before); }
+    void redo() override { m_page.showPlan(m_after); }
+
+private:
+    PlanPage &m_page;
+    Plan m_before;
+    Plan m_after;
+};
+
+namespace {
+
+QString fromStd(const std::string &text) { return QString::fromStdString(text); }
+
+QString bytesText(int64_t bytes) { return fromStd(engine::formatBytes(bytes)); }
+
+/// The plan's blocks at layer granularity: the decoder layers (no-split classes) and the other
+/// modules that hold parameters directly, in module order.
+void collectBlocks(const engine::model::ModuleNode &node, std::vector<const engine::model::ModuleNode *> &out)
+{
+    if (!node.name.empty() && (node.noSplit || node.children.empty() || !node.parameters.empty())) {
+        out.push_back(&node);
+        return;
+    }
+    for (const auto &child : node.children)
+        collectBlocks(child, out);
+}
+
+DeviceColumnsData columnsData(const Plan &plan, const engine::model::ModuleTree &tree)
+{
+    DeviceColumnsData data;
+    for (const engine::plan::DeviceUsage &usage : plan.usage) {
+        DeviceColumn column;
+        column.id = fromStd(usage.device.key());
+        column.title = fromStd(engine::plan::deviceLabel(usage.device));
+        column.subtitle = fromStd(usage.device.name);
+        column.budget = usage.device.unbounded() ? 0 : usage.device.budget;
+        const engine::plan::MemoryBreakdown &m = usage.memory;
+        column.bytes[MemoryKind::Weights] = m.weights + m.lora;
+        column.bytes[MemoryKind::Gradients] = m.gradients;
+        column.bytes[MemoryKind::Optimizer] = m.optimizer;
+        column.bytes[MemoryKind::Activations] = m.activations + m.logits;
+        column.bytes[MemoryKind::Overhead] = m.overhead;
+        data.devices.push_back(column);
+    }
+    std::vector<const engine::model::ModuleNode *> blocks;
+    collectBlocks(tree.root, blocks);
+    for (const engine::model::ModuleNode *node : blocks) {
+        const QString device = fromStd(plan.deviceOf(node->name));
+        for (DeviceColumn &column : data.devices) {
+            if (column.id != device)
+                continue;
+            DeviceModuleBlock block;
+            block.module = fromStd(node->name);
+            block.bytes = node->parameterBytes(/*includeTied=*/false);
+            block.detail = fromStd(node->className);
+            column.modules.push_back(block);
+        }
+    }
+    return data;
+}
+
+QHash<QString, QString> deviceMapHash(const Plan &plan)
+{
+    QHash<QString, QString> map;
+    for (const auto &placement : plan.deviceMap)
+        map.insert(fromStd(placement.module), fromStd(placement.device));
+    return map;
+}
+
+} // namespace
+
+PlanPage::PlanPage(QWidget *parent) : QWidget(parent)
+{
+    setAcceptDrops(true);
+    m_undo = new QUndoStack(this);
+
+    m_verdictLabel = new QLabel(tr("Open a model folder (or drop one here) to see whether it fits your devices."), this);
+    m_verdictLabel->setObjectName(QStringLiteral("planVerdict"));
+    m_verdictLabel->setWordWrap(true);
+    QFont verdictFont = m_verdictLabel->font();
+    verdictFont.setPointSizeF(verdictFont.pointSizeF() * 1.25);
+    verdictFont.setBold(true);
+    m_verdictLabel->setFont(verdictFont);
+
+    m_columns = new DeviceColumnsWidget(this);
+    m_columns->setObjectName(QStringLiteral("deviceColumns"));
+    connect(m_columns, &DeviceColumnsWidget::moduleMoveRequested, this,
+            [this](const QString &module, const QString &device) { moveModule(module, device); });
+
+    auto *splitter = new QSplitter(Qt::Horizontal, this);
+    splitter->addWidget(m_columns);
+    splitter->addWidget(createDetailTabs());
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 2);
+
+    auto *layout = new QVBoxLayout(this);
+    layout->addWidget(createSettingsBar());
+    layout->addWidget(m_verdictLabel);
+    layout->addWidget(splitter, 1);
+
+    auto *buttons = new QHBoxLayout;
+    auto *undoButton = new QPushButton(tr("Undo"), this);
+    undoButton->setShortcut(QKeySequence::Undo);
+    undoButton->setObjectName(QStringLiteral("planUndo"));
+    connect(undoButton, &QPushButton::clicked, m_undo, &QUndoStack::undo);
+    connect(m_undo, &QUndoStack::canUndoChanged, undoButton, &QWidget::setEnabled);
+    undoButton->setEnabled(false);
+    auto *redoButton = new QPushButton(tr("Redo"), this);
+    redoButton->setShortcut(QKeySequence::Redo);
+    connect(redoButton, &QPushButton::clicked, m_undo, &QUndoStack::redo);
+    connect(m_undo, &QUndoStack::canRedoChanged, redoButton, &QWidget::setEnabled);
+    redoButton->setEnabled(false);
+    m_importButton = new QPushButton(tr("Import Map…"), this);
+    m_exportButton = new QPushButton(tr("Export Map…"), this);
+    m_pythonButton = new QPushButton(tr("Export Python…"), this);
+    m_trainButton = new QPushButton(tr("Train with This Plan"), this);
+    m_trainButton->setObjectName(QStringLiteral("trainWithPlan"));
+    connect(m_importButton, &QPushButton::clicked, this, &PlanPage::importMapDialog);
+    connect(m_exportButton, &QPushButton::clicked, this, &PlanPage::exportMapDialog);
+    connect(m_pythonButton, &QPushButton::clicked, this, &PlanPage::exportPythonDialog);
+    connect(m_trainButton, &QPushButton::clicked, this, [this] {
+        if (m_plan)
+            Q_EMIT trainWithPlanRequested(m_modelPath, *m_plan);
+    });
+    for (QPushButton *b : {m_importButton, m_exportButton, m_pythonButton, m_trainButton})
+        b->setEnabled(false);
+    buttons->addWidget(undoButton);
+    buttons->addWidget(redoButton);
+    buttons->addStretch(1);
+    buttons->addWidget(m_importButton);
+    buttons->addWidget(m_exportButton);
+    buttons->addWidget(m_pythonButton);
+    buttons->addWidget(m_trainButton);
+    layout->addLayout(buttons);
+
+    QSettings settings;
+    m_memoryEdit->setText(settings.value(QStringLiteral("Plan/maxMemory"), QStringLiteral("0=15GiB,1=15GiB,cpu=13GiB")).toString());
+}
+
+PlanPage::~PlanPage() = default;
+
+QWidget *PlanPage::createSettingsBar()
+{
+    auto *bar = new QWidget(this);
+    auto *form = new QFormLayout(bar);
+    form->setContentsMargins(0, 0, 0, 0);
+
+    auto *modelRow = new QHBoxLayout;
+    m_modelEdit = new QLineEdit(bar);
+    m_modelEdit->setObjectName(QStringLiteral("planModelPath"));
+    m_modelEdit->setPlaceholderText(tr("a model folder (config.json + safetensors) or a config.json"));
+    connect(m_modelEdit, &QLineEdit::returnPressed, this, [this] { openModel(m_modelEdit->text()); });
+    auto *browse = new QPushButton(tr("Open…"), bar);
+    browse->setShortcut(QKeySequence::Open);
+    connect(browse, &QPushButton::clicked, this, &PlanPage::browseModel);
+    modelRow->addWidget(m_modelEdit, 1);
+    modelRow->addWidget(browse);
+    form->addRow(tr("Model:"), modelRow);
+
+    auto *memoryRow = new QHBoxLayout;
+    m_memoryEdit = new QLineEdit(bar);
+    m_memoryEdit->setObjectName(QStringLiteral("planMaxMemory"));
+    m_memoryEdit->setToolTip(tr("Budgets in Accelerate's max_memory form: GPU index or cpu or disk = size "
+                                "(GB = 10^9 bytes, GiB = 2^30, a plain number is bytes)"));
+    connect(m_memoryEdit, &QLineEdit::editingFinished, this, &PlanPage::replan);
+    m_presetCombo = new QComboBox(bar);
+    m_presetCombo->addItem(tr("Add GPU…"));
+    for (const auto &preset : engine::plan::gpuPresets())
+        m_presetCombo->addItem(fromStd(preset.name + "  " + engine::formatBytes(preset.totalBytes)), fromStd(preset.name));
+    connect(m_presetCombo, &QComboBox::activated, this, [this](int index) {
+        if (index > 0)
+            addGpuPreset();
+        m_presetCombo->setCurrentIndex(0);
+    });
+    memoryRow->addWidget(m_memoryEdit, 1);
+    memoryRow->addWidget(m_presetCombo);
+    form->addRow(tr("Devices:"), memoryRow);
+
+    auto *trainRow = new QHBoxLayout;
+    m_trainCombo = new QComboBox(bar);
+    m_trainCombo->setObjectName(QStringLiteral("planTrain"));
+    m_trainCombo->addItem(tr("Weights only"), QStringLiteral("none"));
+    m_trainCombo->addItem(tr("LoRA"), QStringLiteral("lora"));
+    m_trainCombo->addItem(tr("Full fine-tuning"), QStringLiteral("full"));
+    m_strategyCombo = new QComboBox(bar);
+    for (const char *name : {"auto", "balanced", "balanced_low_0", "sequential"})
+        m_strategyCombo->addItem(QString::fromLatin1(name), QString::fromLatin1(name));
+    m_dtypeCombo = new QComboBox(bar);
+    m_dtypeCombo->addItem(tr("as stored"), QString());
+    for (const char *name : {"float16", "bfloat16", "float32"})
+        m_dtypeCombo->addItem(QString::fromLatin1(name), QString::fromLatin1(name));
+    m_rankSpin = new QSpinBox(bar);
+    m_rankSpin->setRange(1, 4096);
+    m_rankSpin->setValue(8);
+    m_rankSpin->setPrefix(tr("r "));
+    m_targetsEdit = new QLineEdit(bar);
+    m_targetsEdit->setPlaceholderText(tr("LoRA targets (default for the model)"));
+    m_batchSpin = new QSpinBox(bar);
+    m_batchSpin->setRange(1, 65536);
+    m_batchSpin->setValue(8);
+    m_batchSpin->setPrefix(tr("batch "));
+    m_seqSpin = new QSpinBox(bar);
+    m_seqSpin->setRange(2, 1 << 20);
+    m_seqSpin->setValue(128);
+    m_seqSpin->setPrefix(tr("seq "));
+    m_checkpointingCheck = new QCheckBox(tr("Checkpointing"), bar);
+    for (QWidget *w : std::initializer_list<QWidget *>{m_trainCombo, m_strategyCombo, m_dtypeCombo, m_rankSpin,
+                                                       m_targetsEdit, m_batchSpin, m_seqSpin, m_checkpointingCheck})
+        trainRow->addWidget(w);
+    for (QComboBox *combo : {m_trainCombo, m_strategyCombo, m_dtypeCombo})
+        connect(combo, &QComboBox::currentIndexChanged, this, &PlanPage::replan);
+    for (QSpinBox *spin : {m_rankSpin, m_batchSpin, m_seqSpin})
+        connect(spin, &QSpinBox::editingFinished, this, &PlanPage::replan);
+    connect(m_targetsEdit, &QLineEdit::editingFinished, this, &PlanPage::replan);
+    connect(m_checkpointingCheck, &QCheckBox::toggled, this, &PlanPage::replan);
+    form->addRow(tr("Training:"), trainRow);
+    return bar;
+}
+
+QWidget *PlanPage::createDetailTabs()
+{
+    m_tabs = new QTabWidget(this);
+    m_treeModel = new ModuleTreeModel(this);
+    m_treeView = new QTreeView(m_tabs);
+    m_treeView->setModel(m_treeModel);
+    m_treeView->setUniformRowHeights(true);
+    m_treeView->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_explanations = new QListWidget(m_tabs);
+    m_explanations->setObjectName(QStringLiteral("planExplanations"));
+    m_explanations->setWordWrap(true);
+    m_lint = new QListWidget(m_tabs);
+    m_lint->setObjectName(QStringLiteral("planLint"));
+    m_lint->setWordWrap(true);
+    m_tabs->addTab(m_lint, tr("Pitfalls"));
+    m_tabs->addTab(m_explanations, tr("Why here"));
+    m_tabs->addTab(m_treeView, tr("Modules"));
+    return m_tabs;
+}
+
+engine::plan::PlanSettings PlanPage::settingsFromFields() const
+{
+    engine::plan::PlanSettings s;
+    s.strategy = engine::plan::parseStrategy(m_strategyCombo->currentData().toString().toStdString(), "strategy");
+    s.train = engine::plan::parseTrainMode(m_trainCombo->currentData().toString().toStdString(), "training");
+    s.dtype = m_dtypeCombo->currentData().toString().toStdString();
+    s.loraRank = m_rankSpin->value();
+    for (const QString &target : m_targetsEdit->text().split(QLatin1Char(','), Qt::SkipEmptyParts))
+        s.loraTargets.push_back(target.trimmed().toStdString());
+    s.batchSize = m_batchSpin->value();
+    s.sequenceLength = m_seqSpin->value();
+    s.checkpointing = m_checkpointingCheck->isChecked();
+    return s;
+}
+
+bool PlanPage::openModel(const QString &path)
+{
+    try {
+        auto planner = std::make_unique<engine::plan::Planner>(engine::plan::planModelFromPath(path.toStdString()));
+        m_planner = std::move(planner);
+    } catch (const std::exception &e) {
+        showError(fromStd(e.what()));
+        return false;
+    }
+    m_modelPath = path;
+    m_modelEdit->setText(path);
+    m_treeModel->setTree(m_planner->model().tree);
+    replan();
+    return m_plan.has_value();
+}
+
+void PlanPage::replan()
+{
+    if (!m_planner)
+        return;
+    try {
+        const auto devices = engine::plan::parseMaxMemory(m_memoryEdit->text().toStdString());
+        Plan plan = m_planner->plan(devices, settingsFromFields());
+        QSettings().setValue(QStringLiteral("Plan/maxMemory"), m_memoryEdit->text());
+        m_undo->clear();
+        showPlan(plan);
+    } catch (const std::exception &e) {
+        showError(fromStd(e.what()));
+    }
+}
+
+bool PlanPage::moveModule(const QString &module, const QString &device)
+{
+    if (!m_planner || !m_plan)
+        return false;
+    try {
+        Plan after = m_planner->move(*m_plan, module.toStdString(), device.toStdString());
+        m_undo->push(new PlanMoveCommand(*this, *m_plan, std::move(after), tr("Move %1 to %2").arg(module, device)));
+        return true;
+    } catch (const std::exception &e) {
+        Q_EMIT statusMessage(fromStd(e.what()), 10000);
+        return false;
+    }
+}
+
+void PlanPage::showPlan(const Plan &plan)
+{
+    m_plan = plan;
+    m_columns->setData(columnsData(plan, m_planner->model().tree));
+    m_treeModel->setDeviceMap(deviceMapHash(plan));
+
+    const QString what = plan.settings.train == engine::plan::TrainMode::None ? tr("The weights")
+                         : plan.settings.train == engine::plan::TrainMode::Lora ? tr("LoRA training")
+                                                                                : tr("Full fine-tuning");
+    const engine::plan::DeviceUsage *peak = plan.usageOf(plan.peak.device);
+    const QString where = peak ? fromStd(engine::plan::deviceLabel(peak->device)) : fromStd(plan.peak.device);
+    QString verdict = plan.fits ? tr("%1 fits: the tightest device is %2, %3 at its peak in %4.")
+                                      .arg(what, where, bytesText(plan.peak.bytes), fromStd(engine::plan::phaseName(plan.peak.phase)))
+                                : tr("%1 does not fit: %2 needs %3 at its peak in %4.")
+                                      .arg(what, where, bytesText(plan.peak.bytes), fromStd(engine::plan::phaseName(plan.peak.phase)));
+    m_verdictLabel->setText(verdict);
+    QPalette palette = m_verdictLabel->palette();
+    palette.setColor(QPalette::WindowText, plan.fits ? QColor(0x2e, 0x7d, 0x32) : QColor(0xc6, 0x28, 0x28));
+    m_verdictLabel->setPalette(palette);
+
+    m_explanations->clear();
+    for (const auto &minimum : plan.minimums)
+        m_explanations->addItem(fromStd(minimum));
+    for (const auto &warning : plan.warnings)
+        m_explanations->addItem(fromStd(warning));
+    for (const auto &placement : plan.deviceMap)
+        m_explanations->addItem(fromStd(placement.explanation));
+    m_lint->clear();
+    for (const auto &finding : plan.lint) {
+        auto *item = new QListWidgetItem(fromStd((finding.severity == "error" ? "✖ " : "⚠ ") + finding.message
+                                                 + "\nFix: " + finding.fix),
+                                         m_lint);
+        item->setToolTip(fromStd(finding.id));
+    }
+    if (plan.lint.empty())
+        m_lint->addItem(tr("No cross-device pitfalls in this plan."));
+    m_tabs->setTabText(0, plan.lint.empty() ? tr("Pitfalls") : tr("Pitfalls (%1)").arg(plan.lint.size()));
+    for (QPushButton *b : {m_importButton, m_exportButton, m_pythonButton, m_trainButton})
+        b->setEnabled(true);
+}
+
+void PlanPage::showError(const QString &text)
+{
+    m_verdictLabel->setText(text);
+    QPalette palette = m_verdictLabel->palette();
+    palette.setColor(QPalette::WindowText, QColor(0xc6, 0x28, 0x28));
+    m_verdictLabel->setPalette(palette);
+    Q_EMIT statusMessage(text, 15000);
+}
+
+void PlanPage::browseModel()
+{
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Model Folder"), m_modelPath);
+    if (!dir.isEmpty())
+        openModel(dir);
+}
+
+void PlanPage::addGpuPreset()
+{
+    const auto preset = engine::plan::findGpuPreset(m_presetCombo->currentData().toString().toStdString());
+    if (!preset)
+        return;
+    try {
+        auto devices = engine::plan::parseMaxMemory(m_memoryEdit->text().toStdString());
+        int gpus = 0;
+        for (const auto &d : devices)
+            gpus += d.isGpu() ? 1 : 0;
+        engine::plan::DeviceSpec gpu;
+        gpu.kind = engine::plan::DeviceKind::Gpu;
+        gpu.index = gpus;
+        engine::plan::applyGpuPreset(gpu, *preset);
+        devices.insert(devices.begin() + gpus, gpu);
+        m_memoryEdit->setText(fromStd(engine::plan::maxMemoryText(devices)));
+        replan();
+    } catch (const std::exception &e) {
+        showError(fromStd(e.what()));
+    }
+}
+
+bool PlanPage::exportMap(const QString &file)
+{
+    if (!m_plan)
+        return false;
+    QSaveFile out(file); // written to a temporary file, renamed on commit: never half-written
+    const QByteArray bytes = QByteArray::fromStdString(engine::plan::exportJson(*m_plan).dump(2) + "\n");
+    if (!out.open(QIODevice::WriteOnly) || out.write(bytes) != bytes.size() || !out.commit()) {
+        showError(tr("Could not write %1: %2").arg(file, out.errorString()));
+        return false;
+    }
+    Q_EMIT statusMessage(tr("Device map written to %1").arg(file), 10000);
+    return true;
+}
+
+bool PlanPage::importMap(const QString &file)
+{
+    if (!m_planner || !m_plan)
+        return false;
+    try {
+        std::ifstream in(file.toStdString());
+        if (!in)
+            throw engine::ioError(file.toStdString() + ": cannot open for reading");
+        nlohmann::ordered_json document;
+        try {
+            document = nlohmann::ordered_json::parse(in);
+        } catch (const nlohmann::json::exception &e) {
+            throw engine::invalidInput(file.toStdString() + ": not valid JSON (" + e.what() + ")");
+        }
+        Plan skeleton = engine::plan::importDeviceMap(document, file.toStdString(), m_plan->devices, m_plan->settings);
+        Plan imported = m_planner->revalidate(std::move(skeleton));
+        m_undo->push(new PlanMoveCommand(*this, *m_plan, std::move(imported), tr("Import %1").arg(QFileInfo(file).fileName())));
+        return true;
+    } catch (const std::exception &e) {
+        showError(fromStd(e.what()));
+        return false;
+    }
+}
+
+void PlanPage::exportMapDialog()
+{
+    const QString file = QFileDialog::getSaveFileName(this, tr("Export Device Map"), QStringLiteral("device_map.json"),
+                                                      tr("JSON (*.json)"));
+    if (!file.isEmpty())
+        exportMap(file);
+}
+
+void PlanPage::exportPythonDialog()
+{
+    if (!m_plan)
+        return;
+    const QString file = QFileDialog::getSaveFileName(this, tr("Export Python Snippet"), QStringLiteral("train_with_map.py"),
+                                                      tr("Python (*.py)"));
+    if (file.isEmpty())
+        return;
+    QSaveFile out(file);
+    const QByteArray bytes = QByteArray::fromStdString(engine::plan::pythonSnippet(*m_plan, m_modelPath.toStdString()));
+    if (!out.open(QIODevice::WriteOnly) || out.write(bytes) != bytes.size() || !out.commit())
+        showError(tr("Could not write %1: %2").arg(file, out.errorString()));
+    else
+        Q_EMIT statusMessage(tr("Python snippet written to %1").arg(file), 10000);
+}
+
+void PlanPage::importMapDialog()
+{
+    const QString file = QFileDialog::getOpenFileName(this, tr("Import Device Map"), QString(), tr("JSON (*.json)"));
+    if (!file.isEmpty())
+        importMap(file);
+}
+
+void PlanPage::dragEnterEvent(QDragEnterEvent *event)
+{
+    if (event->mimeData()->hasUrls() && event->mimeData()->urls().size() == 1 && event->mimeData()->urls()[0].isLocalFile())
+        event->acceptProposedAction();
+}
+
+void PlanPage::dropEvent(QDropEvent *event)
+{
+    const QString path = event->mimeData()->urls().value(0).toLocalFile();
+    if (!path.isEmpty()) {
+        event->acceptProposedAction();
+        openModel(path);
+    }
+}
+
+} // namespace ui

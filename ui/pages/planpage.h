@@ -1,0 +1,114 @@
+#pragma once
+// The Plan page: open a model folder (or a config.json; by dialog or drag and drop), state the
+// devices and the training run, and see at once whether it fits: device columns with stacked memory
+// bars, a verdict, where every module goes and why, and the lint of cross-device pitfalls. Dragging a
+// module block to another device re-plans at once (Planner::move, well under a millisecond), with
+// undo and redo. The map exports for Accelerate (JSON + a Python snippet) and imports back.
+//
+// Planning is a pure, torch-free function of small values (engine/plan), so the page calls it
+// directly; reading a model folder touches only config.json and safetensors headers.
+
+#include "engine/plan/plan.h"
+#include "engine/plan/planner.h"
+
+#include <QString>
+#include <QWidget>
+
+#include <memory>
+#include <optional>
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QPushButton;
+class QSpinBox;
+class QTabWidget;
+class QTreeView;
+class QUndoStack;
+
+namespace ui {
+
+class DeviceColumnsWidget;
+class ModuleTreeModel;
+
+class PlanPage : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit PlanPage(QWidget *parent = nullptr);
+    ~PlanPage() override;
+
+    /// Opens a model folder or config.json and plans it with the current settings. Returns false (and
+    /// shows why) when it cannot be read.
+    bool openModel(const QString &path);
+    /// Re-plans from scratch with the settings the fields show (drops the undo history).
+    void replan();
+    /// Moves `module` to device `device` (Accelerate key: "0", "cpu", "disk") as one undoable step.
+    bool moveModule(const QString &module, const QString &device);
+
+    /// The plan shown, if a model is open.
+    const engine::plan::Plan *plan() const { return m_plan ? &*m_plan : nullptr; }
+    QString modelPath() const { return m_modelPath; }
+    QUndoStack *undoStack() const { return m_undo; }
+    DeviceColumnsWidget *deviceColumns() const { return m_columns; }
+
+    /// Writes the Accelerate export ({"device_map", "max_memory"}) to `file`; false and a message on failure.
+    bool exportMap(const QString &file);
+    /// Reads a device map file and revalidates it against the open model.
+    bool importMap(const QString &file);
+
+Q_SIGNALS:
+    /// "Train with this plan": the model folder and the plan's placements (module prefix → torch device).
+    void trainWithPlanRequested(const QString &modelPath, const engine::plan::Plan &plan);
+    void statusMessage(const QString &text, int timeoutMs);
+
+protected:
+    void dragEnterEvent(QDragEnterEvent *event) override;
+    void dropEvent(QDropEvent *event) override;
+
+private:
+    friend class PlanMoveCommand;
+    QWidget *createSettingsBar();
+    QWidget *createDetailTabs();
+    engine::plan::PlanSettings settingsFromFields() const;
+    void browseModel();
+    void addGpuPreset();
+    void exportMapDialog();
+    void exportPythonDialog();
+    void importMapDialog();
+    /// Shows `plan` (columns, verdict, tree devices, explanations, lint) without touching the undo stack.
+    void showPlan(const engine::plan::Plan &plan);
+    void showError(const QString &text);
+
+    QString m_modelPath;
+    std::unique_ptr<engine::plan::Planner> m_planner;
+    std::optional<engine::plan::Plan> m_plan;
+
+    QLineEdit *m_modelEdit = nullptr;
+    QLineEdit *m_memoryEdit = nullptr;
+    QComboBox *m_presetCombo = nullptr;
+    QComboBox *m_strategyCombo = nullptr;
+    QComboBox *m_trainCombo = nullptr;
+    QComboBox *m_dtypeCombo = nullptr;
+    QSpinBox *m_rankSpin = nullptr;
+    QLineEdit *m_targetsEdit = nullptr;
+    QSpinBox *m_batchSpin = nullptr;
+    QSpinBox *m_seqSpin = nullptr;
+    QCheckBox *m_checkpointingCheck = nullptr;
+    QLabel *m_verdictLabel = nullptr;
+    DeviceColumnsWidget *m_columns = nullptr;
+    ModuleTreeModel *m_treeModel = nullptr;
+    QTreeView *m_treeView = nullptr;
+    QListWidget *m_explanations = nullptr;
+    QListWidget *m_lint = nullptr;
+    QTabWidget *m_tabs = nullptr;
+    QPushButton *m_exportButton = nullptr;
+    QPushButton *m_pythonButton = nullptr;
+    QPushButton *m_importButton = nullptr;
+    QPushButton *m_trainButton = nullptr;
+    QUndoStack *m_undo = nullptr;
+};
+
+} // namespace ui
