@@ -1,6 +1,7 @@
 #include "engine/core/byteunits.h"
 
 #include "engine/core/error.h"
+#include "engine/core/textutil.h"
 
 #include <cctype>
 #include <charconv>
@@ -36,20 +37,11 @@ bool endsWithUpper(std::string_view text, std::string_view suffix)
     return true;
 }
 
-std::string_view trim(std::string_view s)
-{
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
-        s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
-        s.remove_suffix(1);
-    return s;
-}
-
 } // namespace
 
 int64_t parseByteSize(std::string_view input, const std::string &what)
 {
-    const std::string_view text = trim(input);
+    const std::string_view text = trimWhitespace(input);
     const auto bad = [&](const std::string &why) {
         return invalidInput(what + ": \"" + std::string(input) + "\" " + why
                             + " (use bytes as an integer, or a number with KB/MB/GB/TB or KiB/MiB/GiB/TiB, e.g. 15GiB)");
@@ -61,7 +53,7 @@ int64_t parseByteSize(std::string_view input, const std::string &what)
     bool bits = false;
     for (const Unit &unit : kUnits) {
         if (endsWithUpper(text, unit.suffix)) {
-            number = trim(text.substr(0, text.size() - std::string_view(unit.suffix).size()));
+            number = trimWhitespace(text.substr(0, text.size() - std::string_view(unit.suffix).size()));
             factor = unit.factor;
             bits = unit.decimal && text.back() == 'b';
             break;

@@ -15,14 +15,6 @@ namespace engine::model {
 namespace fs = std::filesystem;
 namespace {
 
-std::string shapeText(c10::IntArrayRef shape)
-{
-    std::string text = "[";
-    for (size_t i = 0; i < shape.size(); ++i)
-        text += (i ? ", " : "") + std::to_string(shape[i]);
-    return text + "]";
-}
-
 /// The torch device a placement device runs on ("disk" weights are CPU tensors over a mapping).
 torch::Device torchDevice(const std::string &device)
 {

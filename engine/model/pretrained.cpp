@@ -19,14 +19,6 @@ namespace engine::model {
 namespace fs = std::filesystem;
 namespace {
 
-std::string shapeText(c10::IntArrayRef shape)
-{
-    std::string text = "[";
-    for (size_t i = 0; i < shape.size(); ++i)
-        text += (i ? ", " : "") + std::to_string(shape[i]);
-    return text + "]";
-}
-
 bool hasSafetensors(const fs::path &folder)
 {
     std::error_code ec;
@@ -40,6 +32,14 @@ bool hasPytorchBin(const fs::path &folder)
 }
 
 } // namespace
+
+std::string shapeText(c10::IntArrayRef shape)
+{
+    std::string text = "[";
+    for (size_t i = 0; i < shape.size(); ++i)
+        text += (i ? ", " : "") + std::to_string(shape[i]);
+    return text + "]";
+}
 
 bool isIgnorableCheckpointTensor(const std::string &name, const LlamaConfig &config)
 {

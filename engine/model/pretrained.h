@@ -27,6 +27,9 @@ bool holdsWeights(const std::filesystem::path &folder);
 /// older transformers versions saved (rotary inv_freq), a tied model's duplicate lm_head.weight.
 bool isIgnorableCheckpointTensor(const std::string &name, const LlamaConfig &config);
 
+/// "[2, 3]": a tensor shape for error messages.
+std::string shapeText(c10::IntArrayRef shape);
+
 /// Reads `folder`'s config.json and weights (model.safetensors, sharded safetensors with an index,
 /// or a legacy pytorch_model.bin / its index) into a new model. Every parameter must be present
 /// exactly once with the config's shape; extra tensors (other than known non-persistent buffers and

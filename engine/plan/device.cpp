@@ -2,6 +2,7 @@
 
 #include "engine/core/byteunits.h"
 #include "engine/core/error.h"
+#include "engine/core/textutil.h"
 
 #include <algorithm>
 #include <cctype>
@@ -18,15 +19,6 @@ std::string lower(std::string_view s)
     for (char &c : out)
         c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
-}
-
-std::string_view trim(std::string_view s)
-{
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
-        s.remove_prefix(1);
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
-        s.remove_suffix(1);
-    return s;
 }
 
 } // namespace
@@ -59,7 +51,7 @@ const std::vector<GpuPreset> &gpuPresets()
 
 std::optional<GpuPreset> findGpuPreset(std::string_view name)
 {
-    std::string wanted = lower(trim(name));
+    std::string wanted = lower(trimWhitespace(name));
     if (wanted == "a100")
         wanted = "a100-80gb";
     if (wanted == "v100")
@@ -88,21 +80,21 @@ std::vector<DeviceSpec> parseMaxMemory(std::string_view text)
 {
     std::vector<DeviceSpec> gpus;
     std::optional<DeviceSpec> cpu, disk;
-    if (trim(text).empty())
+    if (trimWhitespace(text).empty())
         throw invalidInput("--max-memory is empty: give budgets such as 0=15GiB,1=15GiB,cpu=13GiB");
     size_t start = 0;
     while (start <= text.size()) {
         size_t comma = text.find(',', start);
         if (comma == std::string_view::npos)
             comma = text.size();
-        const std::string_view entry = trim(text.substr(start, comma - start));
+        const std::string_view entry = trimWhitespace(text.substr(start, comma - start));
         start = comma + 1;
         const std::string label = "--max-memory entry \"" + std::string(entry) + "\"";
         const size_t eq = entry.find('=');
         if (entry.empty() || eq == std::string_view::npos)
             throw invalidInput(label + " is not DEVICE=SIZE (devices: 0, 1, ... for GPUs, cpu, disk)");
-        const std::string device = lower(trim(entry.substr(0, eq)));
-        const std::string_view size = trim(entry.substr(eq + 1));
+        const std::string device = lower(trimWhitespace(entry.substr(0, eq)));
+        const std::string_view size = trimWhitespace(entry.substr(eq + 1));
         DeviceSpec spec;
         if (device == "cpu") {
             if (cpu)
