@@ -186,7 +186,7 @@ int64_t LlamaConfig::parameterCount() const
     const int64_t kvWidth = numKeyValueHeads * head;
     const int64_t attention = hiddenSize * qWidth + 2 * hiddenSize * kvWidth + qWidth * hiddenSize
         + (hasQkvBias() ? qWidth + 2 * kvWidth : 0) + (hasOutputBias() ? hiddenSize : 0);
-    const int64_t mlp = 3 * hiddenSize * intermediateSize;
+    const int64_t mlp = 3 * hiddenSize * intermediateSize + (mlpBias ? 2 * intermediateSize + hiddenSize : 0);
     const int64_t norms = 2 * hiddenSize;
     const int64_t embeddings = vocabSize * hiddenSize;
     return embeddings + numHiddenLayers * (attention + mlp + norms) + hiddenSize
@@ -199,6 +199,8 @@ void LlamaConfig::validate(const std::string &source) const
         throw fieldError(source, "model_type",
                          "is \"" + modelType + "\": " + modelType + " is not supported yet (supported: llama, mistral, qwen2)");
     }
+    if (mlpBias && !modelType.empty() && modelType != "llama")
+        throw fieldError(source, "mlp_bias", "is true: " + className("MLP") + " has no mlp_bias option (only llama's has)");
     if (attentionBias && !modelType.empty() && modelType != "llama") {
         throw fieldError(source, "attention_bias",
                          "is true: " + className("Attention") + " has no attention_bias option (only llama's has)");
@@ -318,6 +320,7 @@ LlamaConfig LlamaConfig::fromJson(const json &object, const std::string &source)
 
     if (modelType == "llama") {
         readBool(object, "attention_bias", config.attentionBias, source);
+        readBool(object, "mlp_bias", config.mlpBias, source);
     } else if (const auto it = object.find("attention_bias"); it != object.end()) {
         // Not a key of MistralConfig / Qwen2Config: their attention layout is fixed. Refuse a contradiction.
         bool value = false;
@@ -339,7 +342,8 @@ LlamaConfig LlamaConfig::fromJson(const json &object, const std::string &source)
     }
     if (modelType == "qwen2")
         refuseTrue(object, "use_sliding_window", source, "Qwen2's sliding-window attention layers");
-    refuseTrue(object, "mlp_bias", source, "a bias on the MLP projections");
+    if (modelType != "llama")
+        refuseTrue(object, "mlp_bias", source, "a bias on the MLP projections (only llama's config has mlp_bias)");
     if (const auto it = object.find("partial_rotary_factor"); it != object.end() && !it->is_null()) {
         if (!it->is_number())
             throw fieldError(source, "partial_rotary_factor", "must be a number, got " + describe(*it));
@@ -397,7 +401,7 @@ json LlamaConfig::toJson() const
     }
     if (type == "llama") {
         object["attention_bias"] = attentionBias;
-        object["mlp_bias"] = false;
+        object["mlp_bias"] = mlpBias;
     } else if (type == "mistral") {
         object["sliding_window"] = slidingWindow > 0 ? json(slidingWindow) : json(nullptr);
     } else if (type == "qwen2") {

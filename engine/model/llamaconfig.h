@@ -38,6 +38,7 @@ struct LlamaConfig {
     double ropeTheta = 10000.0;
     RopeScaling ropeScaling;
     bool attentionBias = false;      ///< llama's attention_bias: biases on q, k, v and o
+    bool mlpBias = false;            ///< llama's mlp_bias: biases on gate_proj, up_proj and down_proj
     int64_t slidingWindow = 0;       ///< mistral: a query sees itself and the slidingWindow - 1 keys before it; 0 = all
     bool tieWordEmbeddings = false;
     std::string hiddenAct = "silu";

@@ -1,5 +1,7 @@
 #include "engine/model/llamamodel.h"
 
+#include "engine/model/checkpointedlayer.h"
+
 #include "engine/core/error.h"
 #include "engine/core/modulescope.h"
 
@@ -98,6 +100,19 @@ torch::Tensor inScope(std::string_view name, Call &&call)
     return call();
 }
 
+// base(x) plus the LoRA branch when one is attached (PEFT's lora.Linear.forward: x cast to the adapter's
+// dtype, result + lora_B(lora_A(dropout(x))) * scaling).
+torch::Tensor linearWithLora(torch::nn::Linear &linear, LoraBranch &lora, const torch::Tensor &x, bool training)
+{
+    torch::Tensor y = linear(x);
+    if (!lora.attached())
+        return y;
+    torch::Tensor in = x.to(lora.a->weight.scalar_type());
+    if (training && lora.dropout > 0)
+        in = torch::dropout(in, lora.dropout, /*train=*/true);
+    return y + (lora.b(lora.a(in)) * lora.scale).to(y.scalar_type());
+}
+
 // float32 for half types, unchanged for float32 and float64: HF upcasts norms and softmax to float32.
 c10::ScalarType atLeastFloat32(c10::ScalarType type)
 {
@@ -151,10 +166,10 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor &x, const RotaryTa
     const int64_t groups = m_heads / m_kvHeads;
 
     const torch::Tensor q =
-        applyRotary(inScope("q_proj", [&] { return q_proj(x); }).view({batch, length, m_heads, m_headDim}), rotary);
+        applyRotary(inScope("q_proj", [&] { return linearWithLora(q_proj, m_qLora, x, is_training()); }).view({batch, length, m_heads, m_headDim}), rotary);
     const torch::Tensor k =
-        applyRotary(inScope("k_proj", [&] { return k_proj(x); }).view({batch, length, m_kvHeads, m_headDim}), rotary);
-    const torch::Tensor v = inScope("v_proj", [&] { return v_proj(x); }).view({batch, length, m_kvHeads, m_headDim});
+        applyRotary(inScope("k_proj", [&] { return linearWithLora(k_proj, m_kLora, x, is_training()); }).view({batch, length, m_kvHeads, m_headDim}), rotary);
+    const torch::Tensor v = inScope("v_proj", [&] { return linearWithLora(v_proj, m_vLora, x, is_training()); }).view({batch, length, m_kvHeads, m_headDim});
 
     // Query heads of one kv group stacked along rows: [B*kv, groups*T, D]. Head h uses kv head
     // h / groups, as transformers' repeat_kv, without materializing repeated keys and values.
@@ -181,21 +196,36 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor &x, const RotaryTa
                                   .view({batch, m_kvHeads, groups, length, m_headDim})
                                   .permute({0, 3, 1, 2, 4})
                                   .reshape({batch, length, m_heads * m_headDim});
-    return inScope("o_proj", [&] { return o_proj(out); });
+    return inScope("o_proj", [&] { return linearWithLora(o_proj, m_oLora, out, is_training()); });
+}
+
+void LlamaAttentionImpl::collectLinearSites(const std::string &prefix, std::vector<LinearSite> &sites)
+{
+    sites.push_back({prefix + "q_proj", q_proj, &m_qLora});
+    sites.push_back({prefix + "k_proj", k_proj, &m_kLora});
+    sites.push_back({prefix + "v_proj", v_proj, &m_vLora});
+    sites.push_back({prefix + "o_proj", o_proj, &m_oLora});
 }
 
 LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig &config)
 {
-    gate_proj = register_module("gate_proj", makeLinear(config.hiddenSize, config.intermediateSize));
-    up_proj = register_module("up_proj", makeLinear(config.hiddenSize, config.intermediateSize));
-    down_proj = register_module("down_proj", makeLinear(config.intermediateSize, config.hiddenSize));
+    gate_proj = register_module("gate_proj", makeLinear(config.hiddenSize, config.intermediateSize, config.mlpBias));
+    up_proj = register_module("up_proj", makeLinear(config.hiddenSize, config.intermediateSize, config.mlpBias));
+    down_proj = register_module("down_proj", makeLinear(config.intermediateSize, config.hiddenSize, config.mlpBias));
 }
 
 torch::Tensor LlamaMlpImpl::forward(const torch::Tensor &x)
 {
-    const torch::Tensor gate = inScope("gate_proj", [&] { return gate_proj(x); });
-    const torch::Tensor up = inScope("up_proj", [&] { return up_proj(x); });
-    return inScope("down_proj", [&] { return down_proj(torch::silu(gate) * up); });
+    const torch::Tensor gate = inScope("gate_proj", [&] { return linearWithLora(gate_proj, m_gateLora, x, is_training()); });
+    const torch::Tensor up = inScope("up_proj", [&] { return linearWithLora(up_proj, m_upLora, x, is_training()); });
+    return inScope("down_proj", [&] { return linearWithLora(down_proj, m_downLora, torch::silu(gate) * up, is_training()); });
+}
+
+void LlamaMlpImpl::collectLinearSites(const std::string &prefix, std::vector<LinearSite> &sites)
+{
+    sites.push_back({prefix + "gate_proj", gate_proj, &m_gateLora});
+    sites.push_back({prefix + "up_proj", up_proj, &m_upLora});
+    sites.push_back({prefix + "down_proj", down_proj, &m_downLora});
 }
 
 LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig &config)
@@ -296,8 +326,11 @@ torch::Tensor LlamaModelImpl::forward(const torch::Tensor &inputIds, int64_t pos
                 mask = mask.to(device);
         }
         const ModuleScope scope("layers", static_cast<int64_t>(i));
-        h = m_layers[i]->forward(h, rotary, mask, cache ? &cache->keys[i] : nullptr,
-                                 cache ? &cache->values[i] : nullptr);
+        if (m_checkpointing && is_training() && !cache && torch::GradMode::is_enabled())
+            h = checkpointedLayerForward(*m_layers[i], h, rotary, mask);
+        else
+            h = m_layers[i]->forward(h, rotary, mask, cache ? &cache->keys[i] : nullptr,
+                                     cache ? &cache->values[i] : nullptr);
     }
     return inScope("norm", [&] { return norm(h.to(norm->weight.device())); });
 }
@@ -331,6 +364,28 @@ torch::Tensor LlamaForCausalLMImpl::logitsFromHidden(const torch::Tensor &hidden
 torch::Tensor LlamaForCausalLMImpl::forward(const torch::Tensor &inputIds, int64_t positionOffset, KvCache *cache)
 {
     return logitsFromHidden(hiddenStates(inputIds, positionOffset, cache));
+}
+
+std::vector<LinearSite> LlamaForCausalLMImpl::linearSites()
+{
+    std::vector<LinearSite> sites;
+    std::vector<LlamaDecoderLayer> layers = model->decoderLayers(); // holders: shared, not copied modules
+    for (size_t i = 0; i < layers.size(); ++i) {
+        const std::string prefix = "model.layers." + std::to_string(i) + ".";
+        layers[i]->self_attn->collectLinearSites(prefix + "self_attn.", sites);
+        layers[i]->mlp->collectLinearSites(prefix + "mlp.", sites);
+    }
+    return sites;
+}
+
+void LlamaForCausalLMImpl::setGradientCheckpointing(bool enabled)
+{
+    model->setGradientCheckpointing(enabled);
+}
+
+bool LlamaForCausalLMImpl::gradientCheckpointing() const
+{
+    return model->gradientCheckpointing();
 }
 
 torch::Tensor LlamaForCausalLMImpl::outputWeight() const

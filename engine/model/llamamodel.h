@@ -15,6 +15,7 @@
 #include "engine/model/llamaconfig.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <torch/nn/module.h>
@@ -41,6 +42,26 @@ struct KvCache {
 struct RotaryTables {
     torch::Tensor cos;
     torch::Tensor sin;
+};
+
+/// A LoRA branch on one Linear (engine/model/lora.h attaches them): base(x) + scale * B(A(dropout(x))),
+/// with x cast to the adapter's dtype as PEFT does. A [r, in] and B [out, r] are registered on the base
+/// Linear as lora_A and lora_B, so their parameter names are PEFT's without the adapter name
+/// (model.layers.0.self_attn.q_proj.lora_A.weight). Dropout applies in training mode only.
+struct LoraBranch {
+    torch::nn::Linear a{nullptr};
+    torch::nn::Linear b{nullptr};
+    double scale = 0;
+    double dropout = 0;
+
+    bool attached() const { return !a.is_empty(); }
+};
+
+/// One Linear of the model that a LoRA branch can attach to, by its full module name.
+struct LinearSite {
+    std::string name; ///< e.g. "model.layers.0.self_attn.q_proj"
+    torch::nn::Linear linear{nullptr};
+    LoraBranch *lora = nullptr; ///< the branch slot the forward pass uses
 };
 
 /// Root-mean-square norm as transformers' LlamaRMSNorm: computed in float32 (float64 stays float64),
@@ -73,7 +94,11 @@ public:
 
     torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
+    /// q_proj, k_proj, v_proj, o_proj as sites named prefix + local name.
+    void collectLinearSites(const std::string &prefix, std::vector<LinearSite> &sites);
+
 private:
+    LoraBranch m_qLora, m_kLora, m_vLora, m_oLora;
     int64_t m_heads;
     int64_t m_kvHeads;
     int64_t m_headDim;
@@ -89,6 +114,12 @@ public:
     torch::Tensor forward(const torch::Tensor &x);
 
     torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+
+    /// gate_proj, up_proj, down_proj as sites named prefix + local name.
+    void collectLinearSites(const std::string &prefix, std::vector<LinearSite> &sites);
+
+private:
+    LoraBranch m_gateLora, m_upLora, m_downLora;
 };
 TORCH_MODULE(LlamaMlp);
 
@@ -119,6 +150,10 @@ public:
     /// The layers, typed (the same modules `layers` holds).
     const std::vector<LlamaDecoderLayer> &decoderLayers() const { return m_layers; }
 
+    /// See LlamaForCausalLMImpl::setGradientCheckpointing.
+    void setGradientCheckpointing(bool enabled) { m_checkpointing = enabled; }
+    bool gradientCheckpointing() const { return m_checkpointing; }
+
     torch::nn::Embedding embed_tokens{nullptr};
     torch::nn::ModuleList layers{nullptr};
     LlamaRmsNorm norm{nullptr};
@@ -128,6 +163,7 @@ private:
 
     LlamaConfig m_config;
     std::vector<LlamaDecoderLayer> m_layers;
+    bool m_checkpointing = false;
     // Rotary cos/sin for positions [0, cached length), float32 on the CPU and converted for the last
     // device/dtype used. Plain members, not buffers: transformers' inv_freq is non-persistent.
     torch::Tensor m_cosFloat;
@@ -155,6 +191,16 @@ public:
     /// HF-style initialization, deterministic for a seed on any device: Linear and Embedding weights
     /// ~ N(0, initializer_range) drawn on the CPU in float32, Linear biases 0, RMSNorm weights 1.
     void initializeWeights(uint64_t seed);
+
+    /// Every Linear of the decoder layers (q/k/v/o, gate/up/down), in parameter order, with its LoRA slot.
+    /// lm_head is not among them: LoRA here adapts the decoder's projections.
+    std::vector<LinearSite> linearSites();
+
+    /// Decoder layers recompute their activations during backward instead of keeping them (gradient
+    /// checkpointing, as transformers' gradient_checkpointing_enable()): less memory, about a third more
+    /// compute. Has effect in training mode with gradients enabled.
+    void setGradientCheckpointing(bool enabled);
+    bool gradientCheckpointing() const;
 
     /// The weight that maps hidden states to logits: lm_head's, or the embedding's when tied.
     torch::Tensor outputWeight() const;

@@ -388,9 +388,9 @@ ModuleTree llamaModuleTree(const LlamaConfig &config, const std::string &dtype)
         b.linear(attention, "v_proj", hidden, kvWidth, config.hasQkvBias());
         b.linear(attention, "o_proj", qWidth, hidden, config.hasOutputBias());
         ModuleNode &mlp = b.child(layer, "mlp", config.className("MLP"));
-        b.linear(mlp, "gate_proj", hidden, config.intermediateSize, false);
-        b.linear(mlp, "up_proj", hidden, config.intermediateSize, false);
-        b.linear(mlp, "down_proj", config.intermediateSize, hidden, false);
+        b.linear(mlp, "gate_proj", hidden, config.intermediateSize, config.mlpBias);
+        b.linear(mlp, "up_proj", hidden, config.intermediateSize, config.mlpBias);
+        b.linear(mlp, "down_proj", config.intermediateSize, hidden, config.mlpBias);
         b.rmsNorm(layer, "input_layernorm", hidden, norm);
         b.rmsNorm(layer, "post_attention_layernorm", hidden, norm);
     }

@@ -1,5 +1,7 @@
 #include "engine/model/pretrained.h"
 
+#include "engine/model/lora.h"
+
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
 #include "engine/io/pytorchbin.h"
@@ -107,6 +109,8 @@ LlamaForCausalLM loadPretrained(const fs::path &folder, const LoadOptions &optio
 
 void savePretrained(LlamaForCausalLM &model, const fs::path &folder, std::uint64_t maxShardBytes)
 {
+    if (hasLora(model))
+        throw Error(ErrorKind::Internal, "savePretrained: the model has LoRA branches attached; merge them first");
     nlohmann::json config = model->config().toJson(); // architectures: LlamaForCausalLM, Qwen2ForCausalLM, ...
     const auto dtype = model->parameters().front().scalar_type();
     config["torch_dtype"] = dtype == torch::kBFloat16 ? "bfloat16" : dtype == torch::kHalf ? "float16" : "float32";
@@ -132,49 +136,60 @@ int applyPeftLoraAdapter(LlamaForCausalLM &model, const fs::path &adapterFolder)
     } catch (const nlohmann::json::exception &e) {
         throw invalidInput(configPath.string() + ": not valid JSON (" + e.what() + ")");
     }
-    auto field = [&](const char *key) -> const nlohmann::json & {
-        static const nlohmann::json null;
-        auto it = config.find(key);
-        return it == config.end() ? null : *it;
-    };
-    if (field("peft_type") != "LORA")
-        throw invalidInput(configPath.string() + ": peft_type must be \"LORA\" (got " + field("peft_type").dump() + ")");
-    if (!field("r").is_number_integer() || field("r").get<int64_t>() <= 0)
-        throw invalidInput(configPath.string() + ": field 'r' must be a positive integer");
-    if (!field("lora_alpha").is_number())
-        throw invalidInput(configPath.string() + ": field 'lora_alpha' must be a number");
-    if (field("use_dora").is_boolean() && field("use_dora").get<bool>())
-        throw invalidInput(configPath.string() + ": use_dora is not supported");
-    if (field("fan_in_fan_out").is_boolean() && field("fan_in_fan_out").get<bool>())
-        throw invalidInput(configPath.string() + ": fan_in_fan_out is not supported (the model's Linear weights are [out, in])");
-    if (!field("bias").is_null() && field("bias") != "none")
-        throw invalidInput(configPath.string() + ": bias " + field("bias").dump() + " is not supported (only \"none\")");
-    if (field("modules_to_save").is_array() && !field("modules_to_save").empty())
-        throw invalidInput(configPath.string() + ": modules_to_save is not supported");
-    // Per-module ranks or alphas would give some modules another scale than alpha / r.
-    for (const char *pattern : {"rank_pattern", "alpha_pattern"}) {
-        if (field(pattern).is_object() && !field(pattern).empty())
-            throw invalidInput(configPath.string() + ": " + pattern + " is not supported");
+    const LoraSettings settings = LoraSettings::fromPeftConfig(config, configPath.string());
+    // The modules PEFT adapts: target_modules that match nothing are refused, as PEFT refuses them.
+    std::set<std::string> targets;
+    try {
+        for (auto &name : resolveLoraTargets(model, settings))
+            targets.insert(std::move(name));
+    } catch (const Error &e) {
+        throw invalidInput(configPath.string() + ": " + e.what());
     }
-    const double r = static_cast<double>(field("r").get<int64_t>());
-    const double alpha = field("lora_alpha").get<double>();
-    const bool rslora = field("use_rslora").is_boolean() && field("use_rslora").get<bool>();
-    const double scale = rslora ? alpha / std::sqrt(r) : alpha / r;
 
     const io::SafetensorsFile weights = io::SafetensorsFile::open(weightsPath);
     std::map<std::string, torch::Tensor> parameters;
     for (auto &item : model->named_parameters(true))
         parameters.emplace(item.key(), item.value());
+    std::map<std::string, std::string> savedParameters; // parameter -> its modules_to_save module
+    for (const auto &item : model->named_modules("", false)) {
+        if (!isModuleToSave(item.key(), settings))
+            continue;
+        for (const auto &parameter : item.value()->named_parameters(true))
+            savedParameters.emplace(item.key() + "." + parameter.key(), item.key());
+    }
 
-    // base_model.model.<module>.lora_A.weight [r, in], ....lora_B.weight [out, r]
+    // base_model.model.<module>.lora_A.weight [r, in], ....lora_B.weight [out, r]; modules_to_save as
+    // base_model.model.<module>.<parameter>.
     static const std::regex key(R"(^base_model\.model\.(.+)\.lora_([AB])(?:\.[^.]+)?\.weight$)");
     std::map<std::string, std::pair<torch::Tensor, torch::Tensor>> pairs;
+    std::map<std::string, torch::Tensor> saved;
+    std::vector<std::string> untargeted;
     for (const auto &info : weights.header().tensors) {
         std::smatch match;
-        if (!std::regex_match(info.name, match, key))
-            throw invalidInput(weightsPath.string() + ": tensor '" + info.name + "' is not a LoRA A/B weight");
-        auto &slot = pairs[match[1].str()];
-        (match[2] == "A" ? slot.first : slot.second) = weights.tensor(info.name, {.dtype = torch::kFloat32, .copy = true});
+        const bool prefixed = info.name.rfind("base_model.model.", 0) == 0;
+        const std::string local = prefixed ? info.name.substr(17) : info.name;
+        if (std::regex_match(info.name, match, key)) {
+            const std::string module = match[1].str();
+            if (!targets.count(module)) {
+                if (untargeted.empty() || untargeted.back() != module)
+                    untargeted.push_back(module);
+                continue;
+            }
+            auto &slot = pairs[module];
+            (match[2] == "A" ? slot.first : slot.second) = weights.tensor(info.name, {.dtype = torch::kFloat32, .copy = true});
+        } else if (prefixed && savedParameters.count(local)) {
+            saved[local] = weights.tensor(info.name, {.dtype = torch::kFloat32, .copy = true});
+        } else {
+            throw invalidInput(weightsPath.string() + ": tensor '" + info.name
+                               + "' is neither a LoRA A/B weight nor a parameter of a module in modules_to_save");
+        }
+    }
+    if (!untargeted.empty()) {
+        std::string list;
+        for (const auto &module : untargeted)
+            list += (list.empty() ? "" : ", ") + module;
+        throw invalidInput(weightsPath.string() + ": holds LoRA weights for modules that target_modules "
+                           + settings.targetModulesJson().dump() + " does not name (PEFT never applies them): " + list);
     }
     if (pairs.empty())
         throw invalidInput(weightsPath.string() + ": holds no LoRA weights");
@@ -184,25 +199,31 @@ int applyPeftLoraAdapter(LlamaForCausalLM &model, const fs::path &adapterFolder)
         const auto &[a, b] = ab;
         if (!a.defined() || !b.defined())
             throw invalidInput(weightsPath.string() + ": module '" + module + "' has only one of lora_A and lora_B");
-        auto it = parameters.find(module + ".weight");
-        if (it == parameters.end())
-            throw invalidInput(weightsPath.string() + ": module '" + module + "' is not in the model");
-        torch::Tensor &w = it->second;
+        const torch::Tensor &w = parameters.at(module + ".weight");
         if (a.dim() != 2 || b.dim() != 2 || a.size(0) != b.size(1) || b.size(0) != w.size(0) || a.size(1) != w.size(1)) {
             throw invalidInput(weightsPath.string() + ": module '" + module + "': lora_A " + shapeText(a.sizes())
                                + " and lora_B " + shapeText(b.sizes()) + " do not fit its weight " + shapeText(w.sizes()));
         }
-        if (a.size(0) != static_cast<int64_t>(r)) {
+        if (a.size(0) != settings.r) {
             throw invalidInput(weightsPath.string() + ": module '" + module + "' has rank " + std::to_string(a.size(0))
-                               + " but adapter_config.json gives r = " + std::to_string(static_cast<int64_t>(r)));
+                               + " but adapter_config.json gives r = " + std::to_string(settings.r));
         }
     }
+    for (const auto &[name, tensor] : saved) {
+        const torch::Tensor &p = parameters.at(name);
+        if (tensor.sizes() != p.sizes())
+            throw invalidInput(weightsPath.string() + ": '" + name + "' (modules_to_save) has shape "
+                               + shapeText(tensor.sizes()) + ", the model's is " + shapeText(p.sizes()));
+    }
     torch::NoGradGuard noGrad;
+    const double scale = settings.scale();
     for (const auto &[module, ab] : pairs) {
         const auto &[a, b] = ab;
         torch::Tensor &w = parameters.at(module + ".weight");
-        w.add_(torch::matmul(b, a).mul_(scale).to(w.scalar_type()));
+        w.add_(torch::matmul(b, a).mul_(scale).to(w.device(), w.scalar_type()));
     }
+    for (const auto &[name, tensor] : saved)
+        parameters.at(name).copy_(tensor);
     return static_cast<int>(pairs.size());
 }
 

@@ -39,14 +39,17 @@ LlamaForCausalLM loadPretrained(const std::filesystem::path &folder, const LoadO
 /// Writes config.json and the weights (one model.safetensors, or shards + index above
 /// maxShardBytes) in save_pretrained's layout. Tied weights are written once (as transformers
 /// does). Each file is written atomically.
+/// Refuses (Error(Internal)) a model with LoRA branches attached: merge them first (mergeLora).
 void savePretrained(LlamaForCausalLM &model, const std::filesystem::path &folder,
                     std::uint64_t maxShardBytes = 5'000'000'000ull);
 
 /// Applies a PEFT LoRA adapter folder (adapter_config.json + adapter_model.safetensors) by merging
 /// W += (lora_alpha / r) * B @ A (alpha / sqrt(r) with use_rslora) into each targeted Linear.
-/// Refuses, by name, what it cannot apply exactly: DoRA, fan_in_fan_out, biases other than "none",
-/// modules_to_save, rank_pattern / alpha_pattern, a module that is not in the model, shapes that do
-/// not fit, a rank other than r. Every module is checked before any is merged.
+/// PEFT's semantics: target_modules that match no module of the model are refused (naming the modules
+/// that exist), and so are LoRA tensors for modules target_modules does not name (PEFT never applies
+/// them); modules_to_save tensors replace their module's parameters. Refuses, by name, what it cannot
+/// apply exactly: DoRA, fan_in_fan_out, biases other than "none", rank_pattern / alpha_pattern,
+/// shapes that do not fit, a rank other than r. Everything is checked before anything is changed.
 /// Returns the number of merged modules.
 int applyPeftLoraAdapter(LlamaForCausalLM &model, const std::filesystem::path &adapterFolder);
 

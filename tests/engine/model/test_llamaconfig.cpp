@@ -119,7 +119,7 @@ TEST(LlamaConfig, RefusesUnimplementedFeaturesByName)
     }
     expectRefused(with(tinyJson(), "rope_scaling", json{{"type", "dynamic"}, {"factor", 2.0}}), "rope_scaling.rope_type",
                   {"dynamic"});
-    expectRefused(with(tinyJson(), "mlp_bias", true), "mlp_bias", {"not supported"});
+    expectRefused(with(with(tinyJson(), "model_type", "mistral"), "mlp_bias", true), "mlp_bias", {"not supported"});
     expectRefused(with(tinyJson(), "hidden_act", "gelu"), "hidden_act", {"gelu", "silu"});
     expectRefused(with(tinyJson(), "attention_dropout", 0.1), "attention_dropout", {"not supported"});
     expectRefused(with(tinyJson(), "partial_rotary_factor", 0.5), "partial_rotary_factor", {"not supported"});

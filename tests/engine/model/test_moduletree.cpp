@@ -446,6 +446,7 @@ TEST(ModuleTree, RefusesWhatItCannotLayOutByName)
     yarn["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
     expectRefused(yarn, "rope_scaling.rope_type", "yarn");
     json bias = tinyLlama();
+    bias["model_type"] = "qwen2";
     bias["mlp_bias"] = true;
     expectRefused(bias, "mlp_bias", "not supported");
     // transformers 5 writes "dtype" instead of "torch_dtype".

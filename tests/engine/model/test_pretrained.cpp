@@ -398,6 +398,28 @@ TEST(PeftLora, ZeroBChangesNothingAndBf16AdapterWeightsWork)
     EXPECT_LT(testing_support::maxAbsDiff(model->named_parameters()[key], expected), 2e-5);
 }
 
+TEST(PeftLora, ModulesToSaveReplaceTheirModuleAndMlpBiasModelsTakeAdapters)
+{
+    TempDir dir("peft-save");
+    LlamaConfig config = tinyLlama("llama", false, 2);
+    config.mlpBias = true;
+    LlamaForCausalLM model = randomLlama(config, 3);
+    const torch::Tensor head = torch::randn_like(model->lm_head->weight);
+    json cfg = adapterConfig(4, 8);
+    cfg["modules_to_save"] = {"lm_head"};
+    const fs::path folder = dir / "save";
+    writeAdapter(folder, cfg, randomLora(4));
+    auto tensors = engine::io::SafetensorsFile::open(folder / "adapter_model.safetensors");
+    std::vector<std::pair<std::string, torch::Tensor>> all;
+    for (const auto &info : tensors.header().tensors)
+        all.emplace_back(info.name, tensors.tensor(info.name, {.copy = true}));
+    all.emplace_back("base_model.model.lm_head.weight", head);
+    engine::io::writeSafetensors(folder / "adapter_model.safetensors", all);
+    EXPECT_TRUE(model->named_parameters().contains("model.layers.0.mlp.gate_proj.bias"));
+    EXPECT_EQ(engine::model::applyPeftLoraAdapter(model, folder), 2);
+    EXPECT_TRUE(torch::equal(model->lm_head->weight, head));
+}
+
 TEST(PeftLora, RefusesWhatItCannotApplyExactly)
 {
     TempDir dir("peft-refuse");
@@ -420,8 +442,18 @@ TEST(PeftLora, RefusesWhatItCannotApplyExactly)
     refused(patched(cfg, {{"fan_in_fan_out", true}}), lora, ErrorKind::InvalidInput, "fan_in_fan_out");
     refused(patched(cfg, {{"bias", "all"}}), lora, ErrorKind::InvalidInput, "bias");
     refused(patched(cfg, {{"bias", "lora_only"}}), lora, ErrorKind::InvalidInput, "bias");
-    refused(patched(cfg, {{"modules_to_save", {"lm_head"}}}), lora, ErrorKind::InvalidInput,
-            "modules_to_save");
+    refused(patched(cfg, {{"modules_to_save", {"classifier"}}}), lora, ErrorKind::InvalidInput,
+            "modules_to_save [classifier] names no module");
+    // PEFT's target semantics: targets that match nothing are refused with the modules that exist ...
+    refused(patched(cfg, {{"target_modules", {"query_key_value"}}}), lora, ErrorKind::InvalidInput,
+            "match no module of the model; its Linear modules are q_proj, k_proj, v_proj, o_proj, gate_proj");
+    refused(patched(cfg, {{"target_modules", "model\\.layers\\.9\\..*"}}), lora, ErrorKind::InvalidInput,
+            "match no module");
+    // ... and tensors of modules target_modules does not name are never applied: refused, naming them.
+    refused(patched(cfg, {{"target_modules", {"q_proj"}}}), lora, ErrorKind::InvalidInput,
+            "does not name (PEFT never applies them): model.layers.1.self_attn.v_proj");
+    refused(patched(cfg, {{"target_modules", {"embed_tokens"}}}), lora, ErrorKind::InvalidInput,
+            "not decoder Linear layers: model.embed_tokens");
     refused(patched(cfg, {{"peft_type", "PREFIX_TUNING"}}), lora, ErrorKind::InvalidInput, "peft_type");
     refused(patched(cfg, {{"r", 0}}), lora, ErrorKind::InvalidInput, "'r'");
     refused(patched(cfg, {{"lora_alpha", "eight"}}), lora, ErrorKind::InvalidInput, "lora_alpha");
@@ -460,6 +492,14 @@ TEST(PeftLora, RefusesWhatItCannotApplyExactly)
     // Regression: modules were merged one by one, so a later bad module left earlier ones merged.
     refused(cfg, {lora[0], {"model.layers.7.self_attn.q_proj", lora[0].a, lora[0].b}}, ErrorKind::InvalidInput,
             "model.layers.7.self_attn.q_proj");
+
+    // A regex form of target_modules (PEFT's re.fullmatch over the module name) applies.
+    {
+        const fs::path folder = dir / "regex";
+        writeAdapter(folder, patched(cfg, {{"target_modules", ".*\\.(q|v)_proj"}}), lora);
+        LlamaForCausalLM other = randomLlama(config);
+        EXPECT_EQ(engine::model::applyPeftLoraAdapter(other, folder), 2);
+    }
 
     // Nothing of the refused adapters reached the model.
     LlamaForCausalLM fresh = randomLlama(config);
