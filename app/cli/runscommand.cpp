@@ -1,13 +1,15 @@
-// `tunebench runs list|show`: the runs kept in the run store.
+// `tunebench runs list|show|metrics`: the runs kept in the run store.
 
 #include "app/cli/command.h"
 
 #include "engine/core/error.h"
 #include "engine/core/settings.h"
 #include "engine/store/runstore.h"
+#include "engine/train/trainer.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -25,6 +27,11 @@ public:
         m_show = m_command->add_subcommand("show", "Show one run: settings, events, artifacts, last metrics");
         m_show->add_option("id", m_runId, "Run id")->required();
         m_show->add_flag("--json", m_json, "Print JSON");
+        m_metrics = m_command->add_subcommand("metrics", "Every step's values of a run's metrics, for scripts and comparisons");
+        m_metrics->add_option("run", m_run, "Run id, or the run's output folder")->required();
+        m_metrics->add_option("--key", m_keys, "Metric to print (e.g. loss, eval/loss, train/grad_norm); repeatable; default all");
+        auto *json = m_metrics->add_flag("--json", m_json, "Print {\"key\": [{\"step\", \"value\", \"wall_time\"}, ...]}, values exactly as stored");
+        m_metrics->add_flag("--csv", m_csv, "Print key,step,wall_time,value lines")->excludes(json);
     }
 
     CLI::App *subcommand() const override { return m_command; }
@@ -36,6 +43,8 @@ public:
             if (path.empty())
                 path = engine::loadSettings().effectiveStorePath().string();
             auto store = engine::store::RunStore::open(path);
+            if (m_metrics->parsed())
+                return metrics(store, path);
             return m_show->parsed() ? show(store) : list(store);
         } catch (const engine::Error &e) {
             std::fprintf(stderr, "tunebench: %s\n", e.what());
@@ -138,8 +147,70 @@ private:
         return ExitOk;
     }
 
+    int metrics(engine::store::RunStore &store, const std::string &path)
+    {
+        const int64_t id = engine::train::resolveRunId(m_run, path);
+        if (!store.run(id)) {
+            std::fprintf(stderr, "tunebench: no run %lld in %s\n", static_cast<long long>(id), store.path().c_str());
+            return ExitFailed;
+        }
+        const std::vector<std::string> stored = store.metricKeys(id);
+        // (name as asked, key as stored): "loss" is train/loss, a full key is itself.
+        std::vector<std::pair<std::string, std::string>> keys;
+        for (const auto &asked : m_keys) {
+            std::string found;
+            for (const std::string &candidate : {asked, "train/" + asked}) {
+                if (std::find(stored.begin(), stored.end(), candidate) != stored.end()) {
+                    found = candidate;
+                    break;
+                }
+            }
+            if (found.empty()) {
+                std::string list;
+                for (const auto &k : stored)
+                    list += (list.empty() ? "" : ", ") + k;
+                std::fprintf(stderr, "tunebench: run %lld has no metric '%s' (it has: %s)\n", static_cast<long long>(id),
+                             asked.c_str(), list.empty() ? "none" : list.c_str());
+                return ExitFailed;
+            }
+            keys.emplace_back(asked, found);
+        }
+        if (keys.empty()) {
+            for (const auto &k : stored)
+                keys.emplace_back(k, k);
+        }
+        if (m_json) {
+            nlohmann::json out = nlohmann::json::object();
+            for (const auto &[name, key] : keys) {
+                nlohmann::json points = nlohmann::json::array();
+                for (const auto &p : store.metric(id, key))
+                    points.push_back({{"step", p.step}, {"value", p.value}, {"wall_time", p.wallTime}});
+                out[name] = points;
+            }
+            std::cout << out.dump() << "\n";
+        } else if (m_csv) {
+            std::printf("key,step,wall_time,value\n");
+            for (const auto &[name, key] : keys) {
+                for (const auto &p : store.metric(id, key))
+                    std::printf("%s,%lld,%.17g,%.17g\n", name.c_str(), static_cast<long long>(p.step), p.wallTime, p.value);
+            }
+        } else {
+            for (const auto &[name, key] : keys) {
+                const auto points = store.metric(id, key);
+                std::printf("%s (%zu values)\n", name.c_str(), points.size());
+                for (const auto &p : points)
+                    std::printf("  %8lld  %.6g\n", static_cast<long long>(p.step), p.value);
+            }
+        }
+        return ExitOk;
+    }
+
     const GlobalOptions &m_globals;
     CLI::App *m_command = nullptr;
+    CLI::App *m_metrics = nullptr;
+    std::string m_run;
+    std::vector<std::string> m_keys;
+    bool m_csv = false;
     CLI::App *m_list = nullptr;
     CLI::App *m_show = nullptr;
     int64_t m_runId = 0;

@@ -9,7 +9,9 @@
 #include "engine/model/deviceplacement.h"
 #include "engine/train/trainer.h"
 
+#include <cmath>
 #include <cstdio>
+#include <string>
 
 namespace app::cli {
 namespace {
@@ -59,7 +61,38 @@ public:
         m_command->add_option("--seed", p.seed, "Random seed")->capture_default_str();
         m_command->add_option("--name", p.runName, "Run name (default: model and corpus names)");
         m_command->add_option("--output", p.outputDir, "Folder for the run's files (default: <data dir>/runs/<id>)");
-        m_command->add_flag("!--no-save", p.saveModel, "Do not save the trained model");
+        m_command->add_flag("!--no-save", p.saveModel, "Do not save the trained model or adapter");
+
+        m_command->add_option("--method", m_method, "full (every weight) or lora (adapters on a frozen base)")
+            ->check(CLI::IsMember({"full", "lora"}))->capture_default_str();
+        m_command->add_option("--lora-r", p.lora.r, "LoRA rank")->capture_default_str();
+        m_command->add_option("--lora-alpha", p.lora.alpha, "LoRA alpha (scale alpha / r)")->capture_default_str();
+        m_command->add_option("--lora-dropout", p.lora.dropout, "Dropout on the LoRA input")->capture_default_str();
+        m_command->add_option("--lora-targets", m_loraTargets,
+                              "Modules to adapt: names (q_proj,v_proj; PEFT's list matching) or a regex over the full "
+                              "module name")->capture_default_str();
+        m_command->add_flag("--rslora", p.lora.rslora, "Scale alpha / sqrt(r) (rank-stabilised LoRA)");
+        m_command->add_option("--modules-to-save", m_modulesToSave,
+                              "Modules trained in full and saved in the adapter, e.g. lm_head (PEFT modules_to_save)");
+        m_command->add_option("--optimizer", m_optimizer, "adamw or sgd (with momentum 0.9)")
+            ->check(CLI::IsMember({"adamw", "sgd"}))->capture_default_str();
+        m_command->add_option("--schedule", m_schedule, "Learning rate after warmup: constant, linear or cosine")
+            ->check(CLI::IsMember({"constant", "linear", "cosine"}))->capture_default_str();
+        m_command->add_option("--epochs", p.epochs, "Passes over the data (sets the steps; 0 = use --steps)");
+        m_command->add_option("--grad-accum", p.gradAccumulation, "Micro-batches per optimizer step")->capture_default_str();
+        m_command->add_flag("--checkpointing", p.gradientCheckpointing,
+                            "Recompute each decoder layer's activations in backward (less memory, more compute)");
+        m_command->add_option("--eval-data", p.evalDataPath, "A second corpus for eval loss and perplexity")
+            ->check(CLI::ExistingFile);
+        m_command->add_option("--val-fraction", p.valFraction, "Hold out this fraction of the data for eval");
+        m_command->add_option("--eval-every", p.evalEvery, "Evaluate every N steps (and at the end)");
+        m_command->add_option("--save-every", p.saveEvery, "Write a checkpoint every N steps (one is also written at stop)");
+        m_command->add_option("--keep", p.keepCheckpoints, "Keep the last K checkpoints (0 = all)")->capture_default_str();
+        m_command->add_option("--resume", m_resume,
+                              "Continue run RUN (an id, or its output folder) from its newest checkpoint, with the "
+                              "same settings; --steps may be raised");
+        m_command->add_option("--on-nan", m_onNan, "A non-finite loss stops the run or skips the step")
+            ->check(CLI::IsMember({"stop", "skip"}))->capture_default_str();
         m_command->add_flag("--quiet,-q", m_quiet, "Print only the summary");
     }
 
@@ -76,6 +109,21 @@ public:
                 params.storePath = settings.effectiveStorePath().string();
             if (!m_deviceMap.empty())
                 params.devicePlacement = engine::model::DevicePlacement::fromFile(m_deviceMap).entries;
+            params.method = m_method == "lora" ? engine::train::TrainingMethod::Lora : engine::train::TrainingMethod::Full;
+            params.lora.setTargetsFromText(m_loraTargets);
+            params.lora.modulesToSave.clear();
+            if (!m_modulesToSave.empty()) {
+                engine::model::LoraSettings names;
+                names.setTargetsFromText(m_modulesToSave);
+                params.lora.modulesToSave = names.targets;
+            }
+            params.optimizer = m_optimizer == "sgd" ? engine::train::OptimizerKind::Sgd : engine::train::OptimizerKind::AdamW;
+            params.schedule = m_schedule == "constant" ? engine::train::ScheduleKind::Constant
+                : m_schedule == "linear"                ? engine::train::ScheduleKind::Linear
+                                                        : engine::train::ScheduleKind::Cosine;
+            params.nonFinite = m_onNan == "skip" ? engine::train::NonFinitePolicy::Skip : engine::train::NonFinitePolicy::Stop;
+            if (!m_resume.empty())
+                params.resumeFrom = engine::train::resolveRunFolder(m_resume, params.storePath).string();
         } catch (const engine::Error &e) {
             std::fprintf(stderr, "tunebench: %s\n", e.what());
             return ExitFailed;
@@ -110,12 +158,21 @@ private:
             std::printf("cancelled before training started; no run was recorded\n");
             return ExitCancelled;
         }
-        std::printf("run %lld %s: %lld steps, loss %.4f -> %.4f\n", static_cast<long long>(outcome.runId),
+        std::printf("run %lld %s: %lld steps, loss %.4f -> %.4f%s\n", static_cast<long long>(outcome.runId),
                     engine::jobStatusName(outcome.status), static_cast<long long>(outcome.stepsCompleted),
-                    outcome.firstLoss, outcome.lastLoss);
+                    outcome.firstLoss, outcome.lastLoss,
+                    outcome.resumedFromStep > 0 ? (" (resumed at step " + std::to_string(outcome.resumedFromStep) + ")").c_str() : "");
+        if (outcome.lastEvalLoss > 0)
+            std::printf("eval loss:    %.4f (perplexity %.2f)\n", outcome.lastEvalLoss, std::exp(outcome.lastEvalLoss));
         std::printf("run database: %s\n", outcome.storePath.c_str());
         if (!outcome.lossPlotPath.empty())
             std::printf("loss curve:   %s\n", outcome.lossPlotPath.c_str());
+        if (!outcome.lastCheckpoint.empty())
+            std::printf("checkpoint:   %s  (continue with: tunebench train --resume %lld ...)\n",
+                        outcome.lastCheckpoint.c_str(), static_cast<long long>(outcome.runId));
+        if (!outcome.adapterPath.empty())
+            std::printf("adapter:      %s  (PEFT; try: tunebench generate --model <base> --adapter %s)\n",
+                        outcome.adapterPath.c_str(), outcome.adapterPath.c_str());
         if (!outcome.modelPath.empty())
             std::printf("model:        %s  (try: tunebench generate --model %s --prompt \"Call me\")\n",
                         outcome.modelPath.c_str(), outcome.modelPath.c_str());
@@ -127,6 +184,13 @@ private:
     engine::train::TrainingParams m_params;
     int m_threads = -1;
     std::string m_deviceMap;
+    std::string m_method = "full";
+    std::string m_loraTargets = "q_proj,v_proj";
+    std::string m_modulesToSave;
+    std::string m_optimizer = "adamw";
+    std::string m_schedule = "cosine";
+    std::string m_onNan = "stop";
+    std::string m_resume;
     bool m_quiet = false;
 };
 

@@ -61,6 +61,49 @@ void writeFileAtomically(const std::filesystem::path &path, std::string_view byt
     }
 }
 
+void syncFolder(const std::filesystem::path &folder)
+{
+    const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        throw ioError("cannot open folder " + folder.string() + ": " + errnoText());
+    const int result = ::fsync(fd);
+    const std::string reason = result != 0 ? errnoText() : std::string();
+    ::close(fd);
+    if (result != 0)
+        throw ioError("cannot flush folder " + folder.string() + ": " + reason);
+}
+
+StagedFolder::StagedFolder(std::filesystem::path target)
+    : m_target(std::move(target))
+{
+    const std::filesystem::path parent = m_target.parent_path().empty() ? "." : m_target.parent_path();
+    m_staging = parent / ("." + m_target.filename().string() + ".partial-" + std::to_string(::getpid()));
+    std::error_code ec;
+    std::filesystem::remove_all(m_staging, ec); // a leftover of an earlier attempt of this pid
+    std::filesystem::create_directories(m_staging, ec);
+    if (ec)
+        throw ioError("cannot create folder " + m_staging.string() + ": " + ec.message());
+}
+
+StagedFolder::~StagedFolder()
+{
+    if (!m_committed) {
+        std::error_code ec;
+        std::filesystem::remove_all(m_staging, ec);
+    }
+}
+
+void StagedFolder::commit()
+{
+    syncFolder(m_staging);
+    if (std::filesystem::exists(m_target))
+        throw ioError("cannot write " + m_target.string() + ": it exists");
+    if (::rename(m_staging.c_str(), m_target.c_str()) != 0)
+        throw ioError("cannot write " + m_target.string() + ": " + errnoText());
+    m_committed = true;
+    syncFolder(m_target.parent_path().empty() ? "." : m_target.parent_path());
+}
+
 std::string readFile(const std::filesystem::path &path)
 {
     std::error_code ec;

@@ -278,6 +278,31 @@ void RunStore::addArtifact(int64_t run, const std::string &kind, const std::stri
     }
 }
 
+void RunStore::resumeRun(int64_t run, int64_t fromStep)
+{
+    reconcileInterrupted(); // a run whose process died reads as interrupted, not running
+    const std::optional<RunRecord> record = this->run(run);
+    if (!record)
+        m_impl->throwNoSuchRun(run);
+    if (record->status == RunStatus::Running)
+        throw invalidInput(m_impl->label() + ": run " + std::to_string(run) + " is still running in another process");
+    const ProcessIdentity self = currentProcess();
+    SqliteTransaction transaction(m_impl->db);
+    SqliteStatement update(m_impl->db.handle(), "UPDATE runs SET status = 'running', finished = '', owner_pid = ?,"
+                                                " owner_start = ? WHERE id = ?");
+    update.bind(1, self.pid);
+    if (self.startTime)
+        update.bind(2, static_cast<int64_t>(*self.startTime));
+    else
+        update.bindNull(2);
+    update.bind(3, run);
+    update.run();
+    SqliteStatement prune(m_impl->db.handle(), "DELETE FROM metrics WHERE run = ? AND step > ?");
+    prune.bind(1, run).bind(2, fromStep);
+    prune.run();
+    transaction.commit();
+}
+
 void RunStore::finishRun(int64_t run, RunStatus status)
 {
     if (status == RunStatus::Running)

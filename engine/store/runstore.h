@@ -88,6 +88,11 @@ public:
     void appendMetrics(int64_t run, const std::vector<MetricSample> &samples);
     void addEvent(int64_t run, LogLevel level, const std::string &text);
     void addArtifact(int64_t run, const std::string &kind, const std::string &path);
+    /// Continues a run from a checkpoint at `fromStep` in this process: in one transaction, marks it
+    /// running again (owned by this process, no finish time) and deletes its metric values after
+    /// `fromStep`, which the resumed steps write anew. Throws Error(InvalidInput) for an unknown run or
+    /// one that another live process is still running.
+    void resumeRun(int64_t run, int64_t fromStep);
     /// Sets the final status (not Running) and the finish time.
     void finishRun(int64_t run, RunStatus status);
     void setNotes(int64_t run, const std::string &notes);

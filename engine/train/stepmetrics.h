@@ -14,6 +14,11 @@ struct StepMetrics {
     double tokensPerSecond = 0;
     double wallSeconds = 0;  ///< since the first step started
     double etaSeconds = 0;   ///< estimate of the time left
+    double stepSeconds = 0;  ///< this step's duration
+    bool evaluated = false;  ///< evalLoss / evalPerplexity hold this step's evaluation
+    double evalLoss = 0;
+    double evalPerplexity = 0;
+    bool skipped = false;    ///< the loss was not finite and the step was skipped (no update)
 };
 
 } // namespace engine::train

@@ -14,7 +14,12 @@
 #include "engine/report/lossplot.h"
 #include "engine/store/runstore.h"
 #include "engine/tokenize/sentencepiecetokenizer.h"
+#include "engine/model/lora.h"
+#include "engine/train/batchsampler.h"
+#include "engine/train/checkpoint.h"
+#include "engine/train/gradientclip.h"
 #include "engine/train/lrschedule.h"
+#include "engine/train/optimizer.h"
 #include "engine/train/textcorpus.h"
 #include "engine/train/tokenizersource.h"
 
@@ -25,6 +30,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <charconv>
 #include <numeric>
 #include <random>
 
@@ -51,7 +57,8 @@ struct PreparedJob {
     std::filesystem::path corpusPath;
     model::LlamaConfig config;
     std::string modelName;
-    torch::Tensor sequences; ///< [N, seq_len + 1] int64
+    torch::Tensor sequences; ///< [N, seq_len + 1] int64: training windows
+    torch::Tensor evalSequences; ///< [M, seq_len + 1] int64; undefined when there is no eval data
     int64_t corpusTokens = 0;
     std::string tokenizerPath;
     std::filesystem::path weightsFolder; ///< set when the model folder holds weights to start from
@@ -84,6 +91,10 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
             job.modelName = "llama";
         if (std::filesystem::is_directory(p) && model::holdsWeights(p))
             job.weightsFolder = p;
+    }
+    if (params.method == TrainingMethod::Lora && job.weightsFolder.empty()) {
+        throw invalidInput("LoRA adapts a pretrained model: give a model folder with weights (--model DIR); the "
+                           "built-in demo model and a bare config.json start from random weights");
     }
     if (!params.devicePlacement.empty() && job.weightsFolder.empty()) {
         throw invalidInput("a device map needs a model folder with weights to load onto its devices (--model DIR); "
@@ -118,64 +129,55 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
     job.sequences = torch::from_blob(ids.data(), {count, window}, torch::kInt32).to(torch::kInt64);
     observer.onLog(LogLevel::Info, std::to_string(job.corpusTokens) + " tokens, " + std::to_string(count)
                                        + " sequences of " + std::to_string(params.sequenceLength) + " tokens");
+
+    if (!params.evalDataPath.empty()) {
+        const std::string evalText = readCorpusText(params.evalDataPath);
+        std::vector<int32_t> evalIds = tokenizeCorpus(evalText, tokenizer.tokenizer, eos, control);
+        const int64_t evalCount = static_cast<int64_t>(evalIds.size()) / window;
+        if (evalCount < 1) {
+            throw invalidInput("eval data " + params.evalDataPath + " is too short: it has " + std::to_string(evalIds.size())
+                               + " tokens, and one sequence needs " + std::to_string(window));
+        }
+        job.evalSequences = torch::from_blob(evalIds.data(), {evalCount, window}, torch::kInt32).to(torch::kInt64);
+    } else if (params.valFraction > 0) {
+        // A seeded random subset, so that the held-out text is spread over the corpus.
+        const int64_t held = std::max<int64_t>(1, static_cast<int64_t>(std::llround(params.valFraction * double(count))));
+        if (held >= count) {
+            throw invalidInput("validation fraction " + formatDouble(params.valFraction) + " of " + std::to_string(count)
+                               + " sequences leaves none to train on");
+        }
+        std::vector<int64_t> order(static_cast<size_t>(count));
+        std::iota(order.begin(), order.end(), 0);
+        std::mt19937_64 random(params.seed ^ 0x9e3779b97f4a7c15ull);
+        std::shuffle(order.begin(), order.end(), random);
+        std::vector<int64_t> evalRows(order.begin(), order.begin() + held);
+        std::vector<int64_t> trainRows(order.begin() + held, order.end());
+        std::sort(evalRows.begin(), evalRows.end());
+        std::sort(trainRows.begin(), trainRows.end());
+        job.evalSequences = job.sequences.index_select(0, torch::tensor(evalRows, torch::kInt64));
+        job.sequences = job.sequences.index_select(0, torch::tensor(trainRows, torch::kInt64));
+    }
+    if (job.evalSequences.defined()) {
+        observer.onLog(LogLevel::Info, std::to_string(job.evalSequences.size(0)) + " eval sequences, "
+                                           + std::to_string(job.sequences.size(0)) + " for training");
+    }
     return job;
 }
 
-/// AdamW with decoupled weight decay on matrices only (not on norms), as Hugging Face's Trainer does.
-std::unique_ptr<torch::optim::AdamW> makeOptimizer(model::LlamaForCausalLM &model, const TrainingParams &params)
+/// The optimizer over exactly the trainable parameters (a frozen base adds nothing). Weight decay skips
+/// biases and norm weights (every 1-D parameter), as Hugging Face's Trainer does.
+std::unique_ptr<Optimizer> makeOptimizer(model::LlamaForCausalLM &model, const TrainingParams &params)
 {
-    std::vector<torch::Tensor> decay;
-    std::vector<torch::Tensor> noDecay;
-    for (const auto &parameter : model->parameters()) {
-        if (!parameter.requires_grad())
+    ParameterGroup decay{{}, params.weightDecay};
+    ParameterGroup noDecay{{}, 0.0};
+    for (const auto &item : model->named_parameters()) {
+        if (!item.value().requires_grad())
             continue;
-        (parameter.dim() >= 2 ? decay : noDecay).push_back(parameter);
+        (item.value().dim() >= 2 ? decay : noDecay).parameters.emplace_back(item.key(), item.value());
     }
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    auto options = [&](double weightDecay) {
-        return std::make_unique<torch::optim::AdamWOptions>(
-            torch::optim::AdamWOptions(params.learningRate).betas({0.9, 0.95}).eps(1e-8).weight_decay(weightDecay));
-    };
-    groups.emplace_back(decay, options(params.weightDecay));
-    groups.emplace_back(noDecay, options(0.0));
-    return std::make_unique<torch::optim::AdamW>(groups, torch::optim::AdamWOptions(params.learningRate));
-}
-
-/// The global L2 norm of the gradients, and clipping to `clipNorm` when it is > 0. Parameters may
-/// live on several devices (a dispatched model): each device's squared norm is summed where its
-/// gradients are, the sums are combined on the CPU, and each gradient is scaled on its own device.
-/// (torch's clip_grad_norm_ stacks the per-parameter norms into one tensor, which fails across devices.)
-double gradientNorm(const std::vector<torch::Tensor> &parameters, double clipNorm)
-{
-    std::vector<torch::Tensor> perDevice;
-    std::vector<torch::Device> devices;
-    for (const auto &p : parameters) {
-        if (!p.grad().defined())
-            continue;
-        const torch::Tensor squares = p.grad().detach().norm().to(torch::kFloat64).pow(2); // norm as torch: per tensor
-        size_t slot = 0;
-        while (slot < devices.size() && devices[slot] != p.device())
-            ++slot;
-        if (slot == devices.size()) {
-            devices.push_back(p.device());
-            perDevice.push_back(squares);
-        } else {
-            perDevice[slot] = perDevice[slot] + squares;
-        }
-    }
-    double sum = 0;
-    for (const auto &part : perDevice)
-        sum += part.item<double>();
-    const double norm = std::sqrt(sum);
-    const double scale = clipNorm / (norm + 1e-6); // as torch.nn.utils.clip_grad_norm_
-    if (clipNorm > 0 && scale < 1) {
-        torch::NoGradGuard noGrad;
-        for (const auto &p : parameters) {
-            if (p.grad().defined())
-                p.grad().mul_(scale);
-        }
-    }
-    return norm;
+    OptimizerOptions options;
+    options.momentum = params.momentum;
+    return std::make_unique<Optimizer>(params.optimizer, std::vector<ParameterGroup>{decay, noDecay}, options);
 }
 
 /// Buffers metric samples and commits them in one transaction at most every flushInterval.
@@ -199,8 +201,18 @@ public:
         m_pending.push_back({"train/learning_rate", m.step, m.wallSeconds, m.learningRate});
         m_pending.push_back({"train/grad_norm", m.step, m.wallSeconds, m.gradNorm});
         m_pending.push_back({"train/tokens_per_second", m.step, m.wallSeconds, m.tokensPerSecond});
+        m_pending.push_back({"train/step_seconds", m.step, m.wallSeconds, m.stepSeconds});
+        if (m.evaluated) {
+            m_pending.push_back({"eval/loss", m.step, m.wallSeconds, m.evalLoss});
+            m_pending.push_back({"eval/perplexity", m.step, m.wallSeconds, m.evalPerplexity});
+        }
         if (secondsSince(m_lastFlush) >= kFlushIntervalSeconds)
             flush();
+    }
+
+    void addValue(const std::string &key, int64_t step, double wall, double value)
+    {
+        m_pending.push_back({key, step, wall, value});
     }
 
     void flush()
@@ -225,13 +237,87 @@ struct LoopResult {
     int64_t steps = 0;
     double firstLoss = 0;
     double lastLoss = 0;
+    double lastEvalLoss = 0;
+    std::string lastCheckpoint;
     std::vector<report::CurvePoint> curve;
 };
 
-LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobControl &control,
-                     TrainingObserver &observer, store::RunStore &store, int64_t runId)
+/// Where a run's steps come from when it continues: the checkpoint and what it recorded.
+struct ResumePoint {
+    std::filesystem::path checkpoint;
+    CheckpointState state;
+};
+
+/// What a checkpoint must agree with for a resume to continue the same run.
+nlohmann::json runIdentity(const TrainingParams &params, const PreparedJob &job)
 {
-    torch::manual_seed(params.seed);
+    nlohmann::json lora = params.toJson()["lora"];
+    return {{"model_name", job.modelName},
+            {"base_model", job.weightsFolder.empty() ? std::string() : std::filesystem::absolute(job.weightsFolder).string()},
+            {"model_config", job.config.toJson()},
+            {"method", methodName(params.method)},
+            {"lora", lora},
+            {"optimizer", optimizerName(params.optimizer)},
+            {"batch_size", params.batchSize},
+            {"sequence_length", params.sequenceLength},
+            {"grad_accumulation", params.gradAccumulation},
+            {"seed", params.seed},
+            {"corpus", job.corpusPath.string()},
+            {"corpus_tokens", job.corpusTokens},
+            {"sequences", job.sequences.size(0)}};
+}
+
+void checkResumable(const nlohmann::json &saved, const nlohmann::json &now, const std::filesystem::path &checkpoint)
+{
+    // The most telling difference first (a JSON object iterates alphabetically).
+    std::vector<std::string> keys = {"method", "model_name", "base_model", "corpus"};
+    for (const auto &item : now.items()) {
+        if (std::find(keys.begin(), keys.end(), item.key()) == keys.end())
+            keys.push_back(item.key());
+    }
+    for (const std::string &key : keys) {
+        const nlohmann::json &value = now.at(key);
+        const auto it = saved.find(key);
+        if (it == saved.end() || *it != value) {
+            const std::string was = it == saved.end() ? std::string("nothing") : it->dump();
+            std::string shown = value.dump();
+            if (shown.size() > 120)
+                shown = shown.substr(0, 117) + "...";
+            throw invalidInput("cannot resume from " + checkpoint.string() + ": it was written with " + key + " = "
+                               + (was.size() > 120 ? was.substr(0, 117) + "..." : was) + ", this run has " + shown
+                               + " (resume with the same model, method, data and batch settings)");
+        }
+    }
+}
+
+/// Mean cross-entropy over the eval windows (all, or the first evalBatches batches), in eval mode.
+double evaluate(model::LlamaForCausalLM &model, const TrainingParams &params, const torch::Tensor &sequences,
+                torch::Device device)
+{
+    torch::NoGradGuard noGrad;
+    model->eval();
+    const int64_t count = sequences.size(0);
+    int64_t batches = (count + params.batchSize - 1) / params.batchSize;
+    if (params.evalBatches > 0)
+        batches = std::min(batches, params.evalBatches);
+    double lossSum = 0;
+    int64_t tokens = 0;
+    for (int64_t b = 0; b < batches; ++b) {
+        const int64_t first = b * params.batchSize;
+        const torch::Tensor batch = sequences.narrow(0, first, std::min(params.batchSize, count - first)).to(device);
+        const torch::Tensor logits = model->forward(batch.narrow(1, 0, params.sequenceLength));
+        const torch::Tensor labels = batch.narrow(1, 1, params.sequenceLength).to(logits.device());
+        lossSum += torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}),
+                                                        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                       .item<double>();
+        tokens += labels.numel();
+    }
+    model->train();
+    return lossSum / static_cast<double>(std::max<int64_t>(tokens, 1));
+}
+
+model::LlamaForCausalLM buildModel(const TrainingParams &params, const PreparedJob &job, TrainingObserver &observer)
+{
     model::LlamaForCausalLM model{nullptr};
     if (!params.devicePlacement.empty()) {
         // A device map (from the Plan page or a plan file): each tensor is read once, straight onto its
@@ -249,29 +335,89 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
         model = model::loadPretrained(job.weightsFolder);
         observer.onLog(LogLevel::Info, "fine-tuning the weights in " + job.weightsFolder.string());
     }
+    if (params.devicePlacement.empty())
+        model->to(job.device);
+    if (params.method == TrainingMethod::Lora) {
+        const model::LoraAttachment attached = model::attachLora(model, params.lora);
+        observer.onLog(LogLevel::Info, "LoRA r=" + std::to_string(params.lora.r) + " on "
+                                           + std::to_string(attached.adapted.size()) + " modules: "
+                                           + std::to_string(attached.trainableParameters) + " trainable parameters of "
+                                           + std::to_string(job.config.parameterCount()));
+    }
+    model->setGradientCheckpointing(params.gradientCheckpointing);
+    model->train();
+    return model;
+}
+
+LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobControl &control,
+                     TrainingObserver &observer, store::RunStore &store, int64_t runId,
+                     const std::filesystem::path &outputDir, const std::optional<ResumePoint> &resume)
+{
+    torch::manual_seed(params.seed);
+    model::LlamaForCausalLM model = buildModel(params, job, observer);
     // Inputs go where the embedding is; the labels go where the logits come out.
     const torch::Device device = params.devicePlacement.empty() ? job.device : model->parameters().front().device();
-    if (params.devicePlacement.empty())
-        model->to(device);
-    model->train();
     auto optimizer = makeOptimizer(model, params);
-    const std::vector<torch::Tensor> parameters = model->parameters();
+    std::vector<torch::Tensor> parameters;
+    for (const auto &group : optimizer->groups()) {
+        for (const auto &item : group.parameters)
+            parameters.push_back(item.second);
+    }
 
-    const LearningRateSchedule schedule{params.learningRate, params.effectiveWarmupSteps(), params.steps, params.minLearningRateRatio};
     const int64_t sequenceCount = job.sequences.size(0);
-    std::mt19937_64 random(params.seed);
-    std::vector<int64_t> order(static_cast<size_t>(sequenceCount));
-    std::iota(order.begin(), order.end(), 0);
-    size_t cursor = order.size(); // forces a shuffle before the first batch
+    const int64_t totalSteps = params.totalSteps(sequenceCount);
+    const int64_t warmup = params.warmupSteps < 0 ? totalSteps / 10 : std::min(params.warmupSteps, totalSteps);
+    const LearningRateSchedule schedule{params.learningRate, warmup, totalSteps, params.minLearningRateRatio, params.schedule};
+    BatchSampler sampler(sequenceCount, params.seed);
+    const nlohmann::json identity = runIdentity(params, job);
 
     MetricsWriter writer(store, runId);
     LoopResult result;
+    int64_t firstStep = 1;
+    double wallOffset = 0;
+    int64_t lastCheckpointStep = 0;
+    if (resume) {
+        restoreCheckpoint(resume->checkpoint, resume->state, model, params, *optimizer);
+        sampler.seek(resume->state.samplerShuffles, resume->state.samplerCursor);
+        firstStep = resume->state.step + 1;
+        wallOffset = resume->state.training.value("wall_seconds", 0.0);
+        lastCheckpointStep = resume->state.step;
+        result.steps = resume->state.step;
+        result.lastCheckpoint = resume->checkpoint.string();
+        observer.onLog(LogLevel::Info, "resumed from " + resume->checkpoint.string() + " at step "
+                                           + std::to_string(resume->state.step) + " of " + std::to_string(totalSteps));
+    }
+
     const auto start = Clock::now();
     double pausedSeconds = 0;
     double smoothedStepSeconds = 0;
-    const double tokensPerStep = static_cast<double>(params.batchSize * params.sequenceLength);
+    auto wallNow = [&] { return wallOffset + secondsSince(start) - pausedSeconds; };
+    auto checkpoint = [&](int64_t step) {
+        if (step <= lastCheckpointStep || step == 0)
+            return;
+        // Metrics up to this step reach the store first: a crash after the checkpoint then loses none
+        // of the steps a resume does not redo.
+        writer.flush();
+        CheckpointState state;
+        state.step = step;
+        state.runId = runId;
+        state.storePath = store.path().string();
+        state.samplerShuffles = sampler.shuffles();
+        state.samplerCursor = sampler.cursor();
+        state.optimizerSteps = optimizer->stepCount();
+        state.identity = identity;
+        state.training = params.toJson();
+        state.training["wall_seconds"] = wallNow();
+        const std::filesystem::path folder = writeCheckpoint(outputDir, state, model, params, *optimizer, params.keepCheckpoints);
+        lastCheckpointStep = step;
+        result.lastCheckpoint = folder.string();
+        store.addEvent(runId, LogLevel::Info, "checkpoint at step " + std::to_string(step) + ": " + folder.string());
+    };
+    const double tokensPerStep = static_cast<double>(params.batchSize * params.gradAccumulation * params.sequenceLength);
+    const bool haveEval = job.evalSequences.defined();
+    double lastEval = std::nan("");
 
-    for (int64_t step = 1; step <= params.steps; ++step) {
+    for (int64_t step = firstStep; step <= totalSteps; ++step) {
         if (control.paused()) {
             writer.flush();
             observer.onLog(LogLevel::Info, "paused before step " + std::to_string(step));
@@ -286,59 +432,79 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
             break;
         }
         const auto stepStart = Clock::now();
-
-        std::vector<int64_t> batchRows(static_cast<size_t>(params.batchSize));
-        for (auto &row : batchRows) {
-            if (cursor >= order.size()) {
-                std::shuffle(order.begin(), order.end(), random);
-                cursor = 0;
-            }
-            row = order[cursor++];
-        }
-        const torch::Tensor rows = torch::tensor(batchRows, torch::kInt64);
-        const torch::Tensor batch = job.sequences.index_select(0, rows).to(device);
-        const torch::Tensor inputs = batch.narrow(1, 0, params.sequenceLength);
-        const torch::Tensor labels = batch.narrow(1, 1, params.sequenceLength);
-
         const double lr = schedule.at(step);
-        for (auto &group : optimizer->param_groups())
-            static_cast<torch::optim::AdamWOptions &>(group.options()).lr(lr);
 
-        optimizer->zero_grad();
-        const torch::Tensor logits = model->forward(inputs);
-        const torch::Tensor loss = torch::nn::functional::cross_entropy(
-            logits.reshape({-1, logits.size(-1)}), labels.to(logits.device()).reshape({-1}));
-        const double lossValue = loss.item<double>();
-        if (!std::isfinite(lossValue)) {
-            throw invalidInput("training diverged: the loss is " + formatDouble(lossValue) + " at step "
-                               + std::to_string(step) + "; lower the learning rate (now "
-                               + formatDouble(params.learningRate) + ")");
+        // K micro-batches; each one's summed loss is divided by the step's token count, so that the
+        // gradient equals that of one batch of K * B sequences.
+        std::vector<torch::Tensor> micro;
+        for (int64_t k = 0; k < params.gradAccumulation; ++k)
+            micro.push_back(job.sequences.index_select(0, torch::tensor(sampler.next(params.batchSize), torch::kInt64)));
+        const double stepTokens = static_cast<double>(params.gradAccumulation * params.batchSize * params.sequenceLength);
+        optimizer->zeroGrad();
+        double lossValue = 0;
+        for (const torch::Tensor &rows : micro) {
+            const torch::Tensor batch = rows.to(device);
+            const torch::Tensor logits = model->forward(batch.narrow(1, 0, params.sequenceLength));
+            const torch::Tensor labels = batch.narrow(1, 1, params.sequenceLength).to(logits.device());
+            const torch::Tensor loss = torch::nn::functional::cross_entropy(
+                                           logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}),
+                                           torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                / stepTokens;
+            lossValue += loss.item<double>();
+            loss.backward();
         }
-        loss.backward();
-        const double gradNorm = gradientNorm(parameters, params.gradClipNorm);
-        optimizer->step();
-
-        const double stepSeconds = secondsSince(stepStart);
-        smoothedStepSeconds = step == 1 ? stepSeconds : 0.8 * smoothedStepSeconds + 0.2 * stepSeconds;
         StepMetrics metrics;
         metrics.step = step;
-        metrics.totalSteps = params.steps;
+        metrics.totalSteps = totalSteps;
         metrics.loss = lossValue;
         metrics.learningRate = lr;
-        metrics.gradNorm = gradNorm;
-        metrics.tokensPerSecond = tokensPerStep / std::max(stepSeconds, 1e-9);
-        metrics.wallSeconds = secondsSince(start) - pausedSeconds;
-        metrics.etaSeconds = smoothedStepSeconds * static_cast<double>(params.steps - step);
+        if (!std::isfinite(lossValue)) {
+            const std::string what = "the loss is " + formatDouble(lossValue) + " at step " + std::to_string(step);
+            if (params.nonFinite == NonFinitePolicy::Stop) {
+                store.addEvent(runId, LogLevel::Error, what + "; run stopped before the update (inspect this step: "
+                                                                "tunebench inspect, or the Inspect page)");
+                throw invalidInput("training diverged: " + what + "; lower the learning rate (now "
+                                   + formatDouble(params.learningRate) + ") or inspect the step");
+            }
+            optimizer->zeroGrad();
+            metrics.skipped = true;
+            store.addEvent(runId, LogLevel::Warning, what + "; step skipped (no update)");
+            observer.onLog(LogLevel::Warning, what + "; step skipped (no update)");
+        } else {
+            const GradientNorm norm = clipGradients(parameters, params.gradClipNorm);
+            metrics.gradNorm = norm.total;
+            for (const auto &[deviceName, value] : norm.perDevice)
+                writer.addValue("train/grad_norm/" + deviceName, step, wallNow(), value);
+            optimizer->step(lr);
+        }
 
+        if (haveEval && ((params.evalEvery > 0 && step % params.evalEvery == 0) || step == totalSteps)) {
+            lastEval = evaluate(model, params, job.evalSequences, device);
+            metrics.evaluated = true;
+            metrics.evalLoss = lastEval;
+            metrics.evalPerplexity = std::exp(lastEval);
+            result.lastEvalLoss = lastEval;
+        }
+
+        const double stepSeconds = secondsSince(stepStart);
+        smoothedStepSeconds = step == firstStep ? stepSeconds : 0.8 * smoothedStepSeconds + 0.2 * stepSeconds;
+        metrics.tokensPerSecond = tokensPerStep / std::max(stepSeconds, 1e-9);
+        metrics.stepSeconds = stepSeconds;
+        metrics.wallSeconds = wallNow();
+        metrics.etaSeconds = smoothedStepSeconds * static_cast<double>(totalSteps - step);
         writer.add(metrics);
         observer.onStep(metrics);
-        if (step == 1)
+        if (step == firstStep)
             result.firstLoss = lossValue;
         result.lastLoss = lossValue;
         result.steps = step;
         result.curve.push_back({static_cast<double>(step), lossValue});
+        if (params.saveEvery > 0 && step % params.saveEvery == 0)
+            checkpoint(step);
     }
     writer.flush();
+    // At stop (Ctrl+C, Stop) and at the end: the state after the last finished step.
+    checkpoint(result.steps);
     result.model = model;
     return result;
 }
@@ -348,28 +514,39 @@ std::filesystem::path runOutputDir(const TrainingParams &params, int64_t runId)
     return params.outputDir.empty() ? dataDir() / "runs" / std::to_string(runId) : std::filesystem::path(params.outputDir);
 }
 
-/// Saves the trained model where `tunebench generate/score --model` and transformers can load it:
-/// config.json + model.safetensors (save_pretrained layout) and the tokenizer.model it was trained with.
-void saveTrainedModel(const TrainingParams &params, TrainingOutcome &outcome, model::LlamaForCausalLM &model,
-                      const PreparedJob &job, store::RunStore &store, TrainingObserver &observer)
+/// Saves what the run trained where `tunebench generate/score` and Python load it: for full fine-tuning the
+/// model (config.json + model.safetensors, save_pretrained layout) and its tokenizer.model in <output>/model;
+/// for LoRA the PEFT adapter in <output>/adapter. Each folder appears whole (staged, then renamed).
+void saveTrained(const TrainingParams &params, TrainingOutcome &outcome, model::LlamaForCausalLM &model,
+                 const PreparedJob &job, store::RunStore &store, TrainingObserver &observer,
+                 const std::filesystem::path &outputDir)
 {
-    const std::filesystem::path dir = runOutputDir(params, outcome.runId) / "model";
+    const bool lora = params.method == TrainingMethod::Lora;
+    const std::filesystem::path dir = outputDir / (lora ? "adapter" : "model");
     try {
-        model::savePretrained(model, dir);
-        writeFileAtomically(dir / "tokenizer.model", readFile(job.tokenizerPath));
-        store.addArtifact(outcome.runId, "model", dir.string());
-        outcome.modelPath = dir.string();
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec); // a resumed run replaces what its earlier part saved
+        StagedFolder staged(dir);
+        if (lora) {
+            model::savePeftAdapter(model, params.lora, std::filesystem::absolute(job.weightsFolder).string(), staged.path());
+        } else {
+            model::savePretrained(model, staged.path());
+        }
+        writeFileAtomically(staged.path() / "tokenizer.model", readFile(job.tokenizerPath));
+        staged.commit();
+        store.addArtifact(outcome.runId, lora ? "adapter" : "model", dir.string());
+        (lora ? outcome.adapterPath : outcome.modelPath) = dir.string();
     } catch (const std::exception &e) {
-        observer.onLog(LogLevel::Warning, std::string("could not save the model: ") + e.what());
+        observer.onLog(LogLevel::Warning, std::string("could not save the ") + (lora ? "adapter" : "model") + ": " + e.what());
     }
 }
 
-void writeLossPlot(const TrainingParams &params, TrainingOutcome &outcome, const std::vector<report::CurvePoint> &curve,
-                   store::RunStore &store, const std::string &runName, TrainingObserver &observer)
+void writeLossPlot(TrainingOutcome &outcome, const std::vector<report::CurvePoint> &curve, store::RunStore &store,
+                   const std::string &runName, TrainingObserver &observer, const std::filesystem::path &outputDir)
 {
     if (curve.empty())
         return;
-    const std::filesystem::path png = runOutputDir(params, outcome.runId) / "loss.png";
+    const std::filesystem::path png = outputDir / "loss.png";
     try {
         report::LossPlotOptions options;
         options.title = "run " + std::to_string(outcome.runId) + ": " + runName;
@@ -382,7 +559,53 @@ void writeLossPlot(const TrainingParams &params, TrainingOutcome &outcome, const
     }
 }
 
+constexpr const char *kRunMarker = "run.json";
+
+std::optional<int64_t> parseRunId(const std::string &text)
+{
+    int64_t id = 0;
+    const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+    if (ec != std::errc() || ptr != text.data() + text.size() || id <= 0)
+        return std::nullopt;
+    return id;
+}
+
 } // namespace
+
+std::filesystem::path resolveRunFolder(const std::string &runOrFolder, const std::string &storePath)
+{
+    if (const auto id = parseRunId(runOrFolder); id && !std::filesystem::is_directory(runOrFolder)) {
+        store::RunStore store = store::RunStore::open(storePath);
+        const auto record = store.run(*id);
+        if (!record)
+            throw invalidInput("run " + runOrFolder + " is not in " + storePath);
+        const nlohmann::json config = nlohmann::json::parse(record->configJson, nullptr, false);
+        if (config.is_object() && config.contains("output_dir") && config["output_dir"].is_string())
+            return config["output_dir"].get<std::string>();
+        return dataDir() / "runs" / std::to_string(*id);
+    }
+    if (!std::filesystem::is_directory(runOrFolder))
+        throw invalidInput(runOrFolder + " is neither a run id nor a run's folder");
+    std::filesystem::path folder(runOrFolder);
+    // A checkpoint folder stands for its run's folder.
+    if (std::filesystem::exists(folder / "trainer_state.json") && !std::filesystem::exists(folder / kRunMarker))
+        folder = folder.parent_path();
+    return folder;
+}
+
+int64_t resolveRunId(const std::string &runOrFolder, const std::string &storePath)
+{
+    if (const auto id = parseRunId(runOrFolder); id && !std::filesystem::is_directory(runOrFolder))
+        return *id;
+    const std::filesystem::path marker = resolveRunFolder(runOrFolder, storePath) / kRunMarker;
+    try {
+        return nlohmann::json::parse(readFile(marker)).at("run_id").get<int64_t>();
+    } catch (const nlohmann::json::exception &) {
+        throw invalidInput(marker.string() + " is not a tunebench run marker");
+    } catch (const Error &) {
+        throw invalidInput(runOrFolder + " is not a run's folder (it has no " + kRunMarker + ")");
+    }
+}
 
 TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, TrainingObserver &observer)
 {
@@ -392,35 +615,73 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
     try {
         params.validate();
         applyThreadCount(params.threads);
+        // A resume reads its checkpoint first: a wrong folder fails before any work.
+        std::optional<ResumePoint> resume;
+        if (!params.resumeFrom.empty()) {
+            ResumePoint point;
+            point.checkpoint = findCheckpoint(params.resumeFrom);
+            point.state = readCheckpointState(point.checkpoint);
+            resume = point;
+        }
         job = prepare(params, control, observer);
         if (!job) {
             outcome.status = JobStatus::Cancelled;
             return outcome;
         }
-        outcome.storePath = job->storePath.string();
-        store.emplace(store::RunStore::open(job->storePath));
-        nlohmann::json config = {{"training", params.toJson()}, {"model", job->config.toJson()},
-                                 {"tokenizer", job->tokenizerPath}, {"corpus", job->corpusPath.string()},
-                                 {"corpus_tokens", job->corpusTokens}};
-        config["training"]["threads"] = params.threads > 0 ? params.threads : hardwareThreads();
+        if (resume)
+            checkResumable(resume->state.identity, runIdentity(params, *job), resume->checkpoint);
+        if (resume && params.totalSteps(job->sequences.size(0)) <= resume->state.step) {
+            throw invalidInput("nothing to resume: " + resume->checkpoint.string() + " is at step "
+                               + std::to_string(resume->state.step) + " and this run has "
+                               + std::to_string(params.totalSteps(job->sequences.size(0)))
+                               + " steps (give more --steps to continue training)");
+        }
+        const std::filesystem::path storePath = resume ? std::filesystem::path(resume->state.storePath) : job->storePath;
+        outcome.storePath = storePath.string();
+        store.emplace(store::RunStore::open(storePath));
         const std::string runName = params.runName.empty() ? defaultRunName(*job) : params.runName;
-        outcome.runId = store->createRun(runName, config.dump(), job->modelName);
-        observer.onRunCreated(outcome.runId, outcome.storePath);
-        store->addEvent(outcome.runId, LogLevel::Info,
-                        "started: " + std::to_string(params.steps) + " steps, " + std::to_string(job->config.parameterCount())
-                            + " parameters, " + std::to_string(params.threads > 0 ? params.threads : hardwareThreads())
-                            + " threads");
+        std::filesystem::path outputDir;
+        if (resume) {
+            outcome.runId = resume->state.runId;
+            outputDir = resume->checkpoint.parent_path();
+            store->resumeRun(outcome.runId, resume->state.step);
+            if (const int removed = removePartialCheckpoints(outputDir); removed > 0)
+                observer.onLog(LogLevel::Info, "removed " + std::to_string(removed) + " unfinished checkpoint folder(s) of the interrupted process");
+            outcome.resumedFromStep = resume->state.step;
+            observer.onRunCreated(outcome.runId, outcome.storePath);
+            store->addEvent(outcome.runId, LogLevel::Info, "resumed from " + resume->checkpoint.string());
+        } else {
+            nlohmann::json config = {{"training", params.toJson()}, {"model", job->config.toJson()},
+                                     {"tokenizer", job->tokenizerPath}, {"corpus", job->corpusPath.string()},
+                                     {"corpus_tokens", job->corpusTokens}};
+            config["training"]["threads"] = params.threads > 0 ? params.threads : hardwareThreads();
+            if (!params.outputDir.empty())
+                config["output_dir"] = std::filesystem::absolute(params.outputDir).string();
+            outcome.runId = store->createRun(runName, config.dump(), job->modelName);
+            outputDir = runOutputDir(params, outcome.runId);
+            writeFileAtomically(outputDir / kRunMarker,
+                                nlohmann::json({{"run_id", outcome.runId}, {"store", outcome.storePath}}).dump(2) + "\n");
+            observer.onRunCreated(outcome.runId, outcome.storePath);
+            store->addEvent(outcome.runId, LogLevel::Info,
+                            "started: " + std::to_string(params.totalSteps(job->sequences.size(0))) + " steps, "
+                                + methodName(params.method) + ", " + std::to_string(job->config.parameterCount())
+                                + " parameters, " + std::to_string(params.threads > 0 ? params.threads : hardwareThreads())
+                                + " threads");
+        }
+        outcome.outputDir = outputDir.string();
         observer.onLog(LogLevel::Info, "run " + std::to_string(outcome.runId) + " in " + outcome.storePath + ": "
                                            + std::to_string(job->config.parameterCount()) + " parameters");
 
-        LoopResult loop = trainLoop(params, *job, control, observer, *store, outcome.runId);
+        LoopResult loop = trainLoop(params, *job, control, observer, *store, outcome.runId, outputDir, resume);
         outcome.status = loop.status;
         outcome.stepsCompleted = loop.steps;
         outcome.firstLoss = loop.firstLoss;
         outcome.lastLoss = loop.lastLoss;
-        writeLossPlot(params, outcome, loop.curve, *store, runName, observer);
+        outcome.lastEvalLoss = loop.lastEvalLoss;
+        outcome.lastCheckpoint = loop.lastCheckpoint;
+        writeLossPlot(outcome, loop.curve, *store, runName, observer, outputDir);
         if (params.saveModel && loop.steps > 0)
-            saveTrainedModel(params, outcome, *loop.model, *job, *store, observer);
+            saveTrained(params, outcome, *loop.model, *job, *store, observer, outputDir);
         const bool cancelled = loop.status == JobStatus::Cancelled;
         store->addEvent(outcome.runId, LogLevel::Info,
                         std::string(cancelled ? "cancelled" : "finished") + " after " + std::to_string(loop.steps)

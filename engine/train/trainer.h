@@ -14,6 +14,7 @@
 #include "engine/train/trainingparams.h"
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -41,8 +42,20 @@ struct TrainingOutcome {
     double firstLoss = 0;
     double lastLoss = 0;
     std::string lossPlotPath;       ///< PNG of the loss curve; empty when no step completed
-    std::string modelPath;          ///< the saved model folder; empty when not saved
+    std::string modelPath;          ///< the saved model folder (full fine-tuning); empty when not saved
+    std::string adapterPath;        ///< the saved PEFT adapter folder (LoRA); empty when not saved
+    std::string outputDir;          ///< the run's folder (checkpoints, plot, model or adapter)
+    std::string lastCheckpoint;     ///< the newest checkpoint folder; empty when none was written
+    int64_t resumedFromStep = 0;    ///< > 0 when the run continued from a checkpoint at this step
+    double lastEvalLoss = 0;        ///< the last evaluation's loss; 0 when there was no eval data
 };
+
+/// The folder of a run for --resume, export and metrics: `runOrFolder` itself when it is a folder, else
+/// the run with that id in `storePath` (its output folder: the --output it was given, or
+/// <data dir>/runs/<id>). Throws Error(InvalidInput) naming what is not found.
+std::filesystem::path resolveRunFolder(const std::string &runOrFolder, const std::string &storePath);
+/// The run id of `runOrFolder` (an id, or a run's output or checkpoint folder). Throws Error(InvalidInput).
+int64_t resolveRunId(const std::string &runOrFolder, const std::string &storePath);
 
 /// Runs a whole training job. Never throws: bad settings, I/O failures and torch errors come back
 /// as Failed with a typed error; a cancel request ends it as Cancelled at the next step boundary.

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -31,6 +32,24 @@ void requireFinite(const char *name, double value)
 
 } // namespace
 
+const char *methodName(TrainingMethod method)
+{
+    return method == TrainingMethod::Lora ? "lora" : "full";
+}
+
+const char *optimizerName(OptimizerKind kind)
+{
+    return kind == OptimizerKind::AdamW ? "adamw" : "sgd";
+}
+
+int64_t TrainingParams::totalSteps(int64_t sequences) const
+{
+    if (epochs <= 0)
+        return steps;
+    const int64_t perStep = batchSize * gradAccumulation;
+    return epochs * std::max<int64_t>(1, (sequences + perStep - 1) / perStep);
+}
+
 void TrainingParams::validate() const
 {
     requireRange<int64_t>("steps", steps, 1, 100'000'000);
@@ -49,6 +68,19 @@ void TrainingParams::validate() const
     requireFinite("gradient clip norm", gradClipNorm);
     requireRange("gradient clip norm", gradClipNorm, 0.0, 1e9);
     canonicalDeviceName(device, "setting device");
+    requireRange<int64_t>("epochs", epochs, 0, 1'000'000);
+    requireRange<int64_t>("gradient accumulation", gradAccumulation, 1, 65536);
+    requireFinite("momentum", momentum);
+    requireRange("momentum", momentum, 0.0, 0.999999);
+    requireRange("validation fraction", valFraction, 0.0, 0.5);
+    requireRange<int64_t>("eval every", evalEvery, 0, 100'000'000);
+    requireRange<int64_t>("eval batches", evalBatches, 0, 100'000'000);
+    requireRange<int64_t>("save every", saveEvery, 0, 100'000'000);
+    requireRange<int64_t>("keep checkpoints", keepCheckpoints, 0, 1'000'000);
+    if (!evalDataPath.empty() && valFraction > 0)
+        throw invalidInput("give either an eval data file or a validation fraction, not both");
+    if (method == TrainingMethod::Lora)
+        lora.validate();
     const int cores = hardwareThreads();
     if (threads < 0 || threads > cores) {
         throw invalidInput("setting threads = " + std::to_string(threads) + " is out of range: this machine has "
@@ -76,6 +108,24 @@ nlohmann::json TrainingParams::toJson() const
         {"device_map", devicePlacementJson()},
         {"seed", seed},
         {"save_model", saveModel},
+        {"method", methodName(method)},
+        {"lora", method == TrainingMethod::Lora ? nlohmann::json({{"r", lora.r}, {"alpha", lora.alpha},
+                                                                   {"dropout", lora.dropout}, {"rslora", lora.rslora},
+                                                                   {"target_modules", lora.targetModulesJson()},
+                                                                   {"modules_to_save", lora.modulesToSave}})
+                                                : nlohmann::json(nullptr)},
+        {"optimizer", optimizerName(optimizer)},
+        {"momentum", momentum},
+        {"schedule", scheduleName(schedule)},
+        {"epochs", epochs},
+        {"grad_accumulation", gradAccumulation},
+        {"gradient_checkpointing", gradientCheckpointing},
+        {"eval_data", evalDataPath},
+        {"val_fraction", valFraction},
+        {"eval_every", evalEvery},
+        {"save_every", saveEvery},
+        {"keep_checkpoints", keepCheckpoints},
+        {"on_non_finite_loss", nonFinite == NonFinitePolicy::Skip ? "skip" : "stop"},
     };
 }
 

@@ -1,6 +1,9 @@
 #pragma once
 // Settings of a training job: a value that the CLI and the UI fill and the trainer consumes.
 
+#include "engine/model/lorasettings.h"
+#include "engine/train/lrschedule.h"
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -9,6 +12,17 @@
 #include <nlohmann/json_fwd.hpp>
 
 namespace engine::train {
+
+enum class TrainingMethod { Full, Lora };
+enum class OptimizerKind { AdamW, Sgd };
+
+/// "full" / "lora".
+const char *methodName(TrainingMethod method);
+/// "adamw" / "sgd".
+const char *optimizerName(OptimizerKind kind);
+
+/// What happens when a step's loss is NaN or infinite.
+enum class NonFinitePolicy { Stop, Skip };
 
 struct TrainingParams {
     std::string modelPath;     ///< folder with config.json, or a config.json; empty = built-in demo model
@@ -34,6 +48,28 @@ struct TrainingParams {
     uint64_t seed = 1234;
     bool saveModel = true;      ///< save the trained model (save_pretrained layout + tokenizer) to <output>/model
 
+    TrainingMethod method = TrainingMethod::Full;
+    model::LoraSettings lora;   ///< with method Lora
+    OptimizerKind optimizer = OptimizerKind::AdamW;
+    double momentum = 0.9;      ///< SGD
+    ScheduleKind schedule = ScheduleKind::Cosine;
+    int64_t epochs = 0;         ///< > 0: steps = epochs * ceil(sequences / (batch * accumulation))
+    int64_t gradAccumulation = 1; ///< micro-batches of batchSize per optimizer step
+    bool gradientCheckpointing = false;
+
+    std::string evalDataPath;   ///< a second corpus for eval loss; empty = valFraction of the training data
+    double valFraction = 0;     ///< fraction of the training sequences held out for eval (when no evalDataPath)
+    int64_t evalEvery = 0;      ///< eval loss and perplexity every N steps (and at the end); 0 = at the end only, when there is eval data
+    int64_t evalBatches = 0;    ///< batches per evaluation; 0 = the whole eval set
+
+    int64_t saveEvery = 0;      ///< a checkpoint every N steps; 0 = only when stopped or finished
+    int64_t keepCheckpoints = 3; ///< keep the last K checkpoints (0 = keep all)
+    std::string resumeFrom;     ///< a run's output folder or checkpoint folder to continue; empty = a new run
+    int64_t resumeRunId = 0;    ///< the run the resumed steps are written to (set with resumeFrom)
+    NonFinitePolicy nonFinite = NonFinitePolicy::Stop;
+
+    /// The number of optimizer steps: `steps`, or what `epochs` gives for `sequences` training sequences.
+    int64_t totalSteps(int64_t sequences) const;
     /// warmupSteps, or 10 % of the steps when it is -1.
     int64_t effectiveWarmupSteps() const { return warmupSteps < 0 ? steps / 10 : warmupSteps; }
 

@@ -20,6 +20,22 @@ TEST(LearningRateSchedule, WarmupThenCosineToTheFloor)
         EXPECT_GE(s.at(step), s.at(step + 1));
 }
 
+TEST(LearningRateSchedule, ConstantAndLinearAfterWarmup)
+{
+    using engine::train::ScheduleKind;
+    const engine::train::LearningRateSchedule constant{1e-3, 10, 110, 0.1, ScheduleKind::Constant};
+    EXPECT_DOUBLE_EQ(constant.at(5), 0.5e-3);
+    EXPECT_DOUBLE_EQ(constant.at(11), 1e-3);
+    EXPECT_DOUBLE_EQ(constant.at(110), 1e-3);
+    const engine::train::LearningRateSchedule linear{1e-3, 10, 110, 0.1, ScheduleKind::Linear};
+    EXPECT_DOUBLE_EQ(linear.at(10), 1e-3);
+    EXPECT_NEAR(linear.at(60), 1e-3 * (0.1 + 0.9 * 0.5), 1e-15) << "halfway: halfway down";
+    EXPECT_NEAR(linear.at(110), 1e-4, 1e-15);
+    const engine::train::LearningRateSchedule cosine{1e-3, 10, 110, 0.1, ScheduleKind::Cosine};
+    EXPECT_NEAR(cosine.at(60), 1e-3 * (0.1 + 0.9 * 0.5), 1e-15) << "cosine is also halfway at the middle";
+    EXPECT_GT(cosine.at(35), linear.at(35)) << "cosine stays higher early";
+}
+
 TEST(LearningRateSchedule, NoWarmup)
 {
     const engine::train::LearningRateSchedule s{2e-3, 0, 1, 0.0};

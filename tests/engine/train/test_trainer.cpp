@@ -1,9 +1,15 @@
 #include "engine/core/jobcontrol.h"
+#include "engine/model/pretrained.h"
 #include "engine/store/runstore.h"
 #include "engine/train/trainer.h"
 #include "support/tempdir.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <sstream>
 
 #include <chrono>
 #include <cmath>
@@ -70,6 +76,14 @@ protected:
 };
 
 testing_support::TempDir *TrainerTest::s_dir = nullptr;
+
+std::string slurp(const fs::path &path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
 
 double meanLoss(const std::vector<StepMetrics> &steps, size_t from, size_t to)
 {
@@ -222,16 +236,18 @@ TEST_F(TrainerTest, PauseHoldsTheLoopUntilResumed)
     engine::JobControl control;
     RecordingObserver observer;
     std::thread resumer;
-    std::chrono::steady_clock::time_point pausedAt;
+    std::chrono::steady_clock::time_point pausedAt, step4At;
     observer.onEachStep = [&](const StepMetrics &m) {
         if (m.step == 3) {
             control.setPaused(true);
             pausedAt = std::chrono::steady_clock::now();
             resumer = std::thread([&] {
-                std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                std::this_thread::sleep_for(std::chrono::milliseconds(400));
                 control.setPaused(false);
             });
         }
+        if (m.step == 4)
+            step4At = std::chrono::steady_clock::now();
     };
     TrainingParams params = tinyParams("pause.sqlite3");
     params.steps = 6;
@@ -239,9 +255,187 @@ TEST_F(TrainerTest, PauseHoldsTheLoopUntilResumed)
     resumer.join();
     EXPECT_EQ(outcome.status, JobStatus::Succeeded);
     EXPECT_EQ(observer.steps.size(), 6u);
-    // Step 4 started only after the resume, and the paused time is not counted as training time.
+    // Step 4 finished only after the resume (a pause that does nothing fails here) ...
+    EXPECT_GE(std::chrono::duration<double>(step4At - pausedAt).count(), 0.39);
+    EXPECT_NE(std::find(observer.logs.begin(), observer.logs.end(), "paused before step 4"), observer.logs.end());
+    // ... and the paused time is not counted as training time.
     EXPECT_GT(observer.steps[3].wallSeconds - observer.steps[2].wallSeconds, 0.0);
     EXPECT_LT(observer.steps[3].wallSeconds - observer.steps[2].wallSeconds, 0.25);
+}
+
+TEST_F(TrainerTest, TheThreadsSettingIsApplied)
+{
+    engine::JobControl control;
+    for (const int threads : {1, 2}) {
+        RecordingObserver observer;
+        TrainingParams params = tinyParams("threads.sqlite3");
+        params.steps = 1;
+        params.warmupSteps = 0;
+        params.threads = threads;
+        ASSERT_EQ(engine::train::runTraining(params, control, observer).status, JobStatus::Succeeded);
+        EXPECT_EQ(torch::get_num_threads(), threads);
+        auto store = engine::store::RunStore::open(params.storePath);
+        const auto config = nlohmann::json::parse(store.listRuns().front().configJson);
+        EXPECT_EQ(config["training"]["threads"], threads);
+    }
+}
+
+TEST_F(TrainerTest, AccumulatingKMicroBatchesEqualsOneBatchOfKTimesB)
+{
+    engine::JobControl control;
+    RecordingObserver big, small;
+    TrainingParams one = tinyParams("accum-one.sqlite3");
+    one.steps = 4;
+    one.warmupSteps = 1;
+    one.batchSize = 6;
+    TrainingParams three = tinyParams("accum-three.sqlite3");
+    three.steps = 4;
+    three.warmupSteps = 1;
+    three.batchSize = 2;
+    three.gradAccumulation = 3;
+    ASSERT_EQ(engine::train::runTraining(one, control, big).status, JobStatus::Succeeded);
+    ASSERT_EQ(engine::train::runTraining(three, control, small).status, JobStatus::Succeeded);
+    for (size_t i = 0; i < 4; ++i) {
+        EXPECT_NEAR(big.steps[i].loss, small.steps[i].loss, 1e-5) << "step " << i + 1;
+        EXPECT_NEAR(big.steps[i].gradNorm, small.steps[i].gradNorm, 1e-4 * big.steps[i].gradNorm) << "step " << i + 1;
+    }
+    EXPECT_GT(std::abs(big.steps[3].loss - big.steps[0].loss), 1e-3) << "the model trained";
+}
+
+TEST_F(TrainerTest, GradientClippingBoundsTheUpdate)
+{
+    // Plain SGD moves each weight by lr * gradient: clipped to 1e-7 the loss cannot change.
+    engine::JobControl control;
+    RecordingObserver clipped, free;
+    TrainingParams params = tinyParams("clip.sqlite3");
+    params.steps = 5;
+    params.optimizer = engine::train::OptimizerKind::Sgd;
+    params.momentum = 0;
+    params.learningRate = 0.5;
+    params.warmupSteps = 0;
+    params.schedule = engine::train::ScheduleKind::Constant;
+    params.gradClipNorm = 1e-7;
+    ASSERT_EQ(engine::train::runTraining(params, control, clipped).status, JobStatus::Succeeded);
+    params.gradClipNorm = 0;
+    ASSERT_EQ(engine::train::runTraining(params, control, free).status, JobStatus::Succeeded);
+    EXPECT_NEAR(clipped.steps[4].loss, clipped.steps[0].loss, 0.05) << "same batches differ, the weights barely moved";
+    EXPECT_GT(clipped.steps[0].gradNorm, 1e-3) << "the norm is measured before clipping";
+    EXPECT_EQ(clipped.steps[0].loss, free.steps[0].loss);
+    double differs = 0;
+    for (size_t i = 1; i < 5; ++i)
+        differs = std::max(differs, std::abs(clipped.steps[i].loss - free.steps[i].loss));
+    EXPECT_GT(differs, 1e-3) << "without clipping the updates change the losses";
+}
+
+TEST_F(TrainerTest, LoraWithDropoutResumesBitForBitAndKeepsTheBaseFolderUntouched)
+{
+    engine::JobControl control;
+    RecordingObserver seed;
+    TrainingParams first = tinyParams("lora-base.sqlite3");
+    first.steps = 3;
+    first.warmupSteps = 0;
+    const auto base = engine::train::runTraining(first, control, seed);
+    ASSERT_EQ(base.status, JobStatus::Succeeded);
+    const std::string baseBytes = slurp(fs::path(base.modelPath) / "model.safetensors");
+
+    TrainingParams lora = tinyParams("lora.sqlite3");
+    lora.modelPath = base.modelPath;
+    lora.method = engine::train::TrainingMethod::Lora;
+    lora.lora.dropout = 0.3; // draws from the generator: the resume must restore it
+    lora.lora.targets = {"q_proj", "v_proj", "gate_proj"};
+    lora.steps = 14;
+    lora.outputDir = (s_dir->path() / "out-lora-straight").string();
+    RecordingObserver straight;
+    const auto whole = engine::train::runTraining(lora, control, straight);
+    ASSERT_EQ(whole.status, JobStatus::Succeeded) << (whole.error ? whole.error->message : "");
+    EXPECT_FALSE(whole.adapterPath.empty());
+    EXPECT_TRUE(whole.modelPath.empty());
+    EXPECT_TRUE(fs::exists(fs::path(whole.adapterPath) / "adapter_model.safetensors"));
+    EXPECT_EQ(slurp(fs::path(base.modelPath) / "model.safetensors"), baseBytes) << "the base model is never written";
+
+    lora.outputDir = (s_dir->path() / "out-lora-stopped").string();
+    lora.saveEvery = 4;
+    lora.keepCheckpoints = 1;
+    engine::JobControl stopper;
+    RecordingObserver part;
+    part.onEachStep = [&](const StepMetrics &m) {
+        if (m.step == 6)
+            stopper.requestCancel();
+    };
+    const auto stopped = engine::train::runTraining(lora, stopper, part);
+    ASSERT_EQ(stopped.status, JobStatus::Cancelled);
+    // keep 1: checkpoint-4 gave way to the one written at the stop.
+    EXPECT_FALSE(fs::exists(fs::path(lora.outputDir) / "checkpoint-4"));
+    EXPECT_TRUE(fs::exists(fs::path(lora.outputDir) / "checkpoint-6" / "adapter_model.safetensors"));
+
+    TrainingParams again = lora;
+    again.resumeFrom = lora.outputDir;
+    RecordingObserver rest;
+    const auto resumed = engine::train::runTraining(again, control, rest);
+    ASSERT_EQ(resumed.status, JobStatus::Succeeded) << (resumed.error ? resumed.error->message : "");
+    EXPECT_EQ(resumed.runId, stopped.runId) << "the resumed steps land in the same run";
+    EXPECT_EQ(resumed.resumedFromStep, 6);
+    ASSERT_EQ(rest.steps.size(), 8u);
+    for (size_t i = 0; i < 14; ++i) {
+        const StepMetrics &got = i < 6 ? part.steps[i] : rest.steps[i - 6];
+        EXPECT_EQ(got.loss, straight.steps[i].loss) << "step " << i + 1;
+    }
+    auto store = engine::store::RunStore::open(lora.storePath);
+    EXPECT_EQ(store.metric(resumed.runId, "train/loss").size(), 14u);
+    EXPECT_EQ(store.run(resumed.runId)->status, engine::store::RunStatus::Succeeded);
+
+    // Another method on the same checkpoint is refused by name.
+    TrainingParams full = again;
+    full.method = engine::train::TrainingMethod::Full;
+    full.steps = 20;
+    RecordingObserver none;
+    const auto refused = engine::train::runTraining(full, control, none);
+    ASSERT_EQ(refused.status, JobStatus::Failed);
+    EXPECT_NE(refused.error->message.find("method = \"lora\", this run has \"full\""), std::string::npos)
+        << refused.error->message;
+}
+
+TEST_F(TrainerTest, ANonFiniteLossStopsTheRunOrSkipsTheStep)
+{
+    engine::JobControl control;
+    RecordingObserver seed;
+    TrainingParams first = tinyParams("nan-base.sqlite3");
+    first.steps = 1;
+    first.warmupSteps = 0;
+    const auto base = engine::train::runTraining(first, control, seed);
+    ASSERT_EQ(base.status, JobStatus::Succeeded);
+    // One NaN in the norm of the last layer poisons every logit.
+    const fs::path poisoned = s_dir->path() / "poisoned";
+    fs::create_directories(poisoned);
+    {
+        auto model = engine::model::loadPretrained(base.modelPath);
+        torch::NoGradGuard noGrad;
+        model->model->norm->weight[3] = std::nan("");
+        engine::model::savePretrained(model, poisoned);
+        fs::copy_file(fs::path(base.modelPath) / "tokenizer.model", poisoned / "tokenizer.model");
+    }
+    TrainingParams params = tinyParams("nan.sqlite3");
+    params.modelPath = poisoned.string();
+    params.steps = 3;
+    params.warmupSteps = 0;
+    RecordingObserver stop;
+    const auto stopped = engine::train::runTraining(params, control, stop);
+    ASSERT_EQ(stopped.status, JobStatus::Failed);
+    EXPECT_NE(stopped.error->message.find("the loss is nan at step 1"), std::string::npos) << stopped.error->message;
+    auto store = engine::store::RunStore::open(params.storePath);
+    bool offersInspect = false;
+    for (const auto &e : store.events(stopped.runId))
+        offersInspect = offersInspect || e.text.find("inspect this step") != std::string::npos;
+    EXPECT_TRUE(offersInspect);
+
+    params.nonFinite = engine::train::NonFinitePolicy::Skip;
+    params.storePath = (s_dir->path() / "nan-skip.sqlite3").string();
+    RecordingObserver skip;
+    const auto skipped = engine::train::runTraining(params, control, skip);
+    ASSERT_EQ(skipped.status, JobStatus::Succeeded) << (skipped.error ? skipped.error->message : "");
+    ASSERT_EQ(skip.steps.size(), 3u);
+    for (const auto &m : skip.steps)
+        EXPECT_TRUE(m.skipped);
 }
 
 TEST_F(TrainerTest, TokenizerIsTrainedOnceThenCached)
@@ -318,6 +512,27 @@ INSTANTIATE_TEST_SUITE_P(
                      engine::ErrorKind::InvalidInput, "steps"},
         BadInputCase{"seq_len_beyond_positions", [](TrainingParams &p, const fs::path &) { p.sequenceLength = 1000; },
                      engine::ErrorKind::InvalidInput, "max_position_embeddings"},
+        BadInputCase{"lora_without_weights",
+                     [](TrainingParams &p, const fs::path &) { p.method = engine::train::TrainingMethod::Lora; },
+                     engine::ErrorKind::InvalidInput, "LoRA adapts a pretrained model"},
+        BadInputCase{"eval_file_and_fraction",
+                     [](TrainingParams &p, const fs::path &d) {
+                         p.evalDataPath = (d / "corpus.txt").string();
+                         p.valFraction = 0.1;
+                     },
+                     engine::ErrorKind::InvalidInput, "not both"},
+        BadInputCase{"short_eval_data",
+                     [](TrainingParams &p, const fs::path &d) {
+                         std::ofstream(d / "short-eval.txt") << "Call me Ishmael.\n";
+                         p.evalDataPath = (d / "short-eval.txt").string();
+                     },
+                     engine::ErrorKind::InvalidInput, "too short"},
+        BadInputCase{"resume_without_checkpoint",
+                     [](TrainingParams &p, const fs::path &d) {
+                         fs::create_directories(d / "no-checkpoints");
+                         p.resumeFrom = (d / "no-checkpoints").string();
+                     },
+                     engine::ErrorKind::InvalidInput, "holds no checkpoint"},
         BadInputCase{"missing_model", [](TrainingParams &p, const fs::path &d) { p.modelPath = (d / "no-model").string(); },
                      engine::ErrorKind::Io, "no-model"}),
     [](const ::testing::TestParamInfo<BadInputCase> &info) { return std::string(info.param.name); });

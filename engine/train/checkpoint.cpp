@@ -1,0 +1,183 @@
+#include "engine/train/checkpoint.h"
+
+#include "engine/core/atomicfile.h"
+#include "engine/core/error.h"
+#include "engine/io/safetensorsfile.h"
+#include "engine/model/lora.h"
+#include "engine/model/pretrained.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+namespace engine::train {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char *kStateFile = "trainer_state.json";
+constexpr const char *kOptimizerFile = "optimizer.safetensors";
+constexpr const char *kRngFile = "rng_state.safetensors";
+
+std::optional<int64_t> checkpointStep(const fs::path &folder)
+{
+    const std::string name = folder.filename().string();
+    const std::string prefix = "checkpoint-";
+    if (name.rfind(prefix, 0) != 0)
+        return std::nullopt;
+    int64_t step = 0;
+    const char *begin = name.data() + prefix.size();
+    const char *end = name.data() + name.size();
+    const auto [ptr, ec] = std::from_chars(begin, end, step);
+    if (ec != std::errc() || ptr != end || begin == end)
+        return std::nullopt;
+    return step;
+}
+
+std::map<std::string, torch::Tensor> readAll(const fs::path &file)
+{
+    const io::SafetensorsFile tensors = io::SafetensorsFile::open(file);
+    std::map<std::string, torch::Tensor> all;
+    for (const auto &info : tensors.header().tensors)
+        all[info.name] = tensors.tensor(info.name, {.copy = true});
+    return all;
+}
+
+nlohmann::json stateJson(const CheckpointState &s)
+{
+    return {{"format", "tunebench-checkpoint-1"}, {"step", s.step}, {"run_id", s.runId}, {"store", s.storePath},
+            {"data_position", {{"shuffles", s.samplerShuffles}, {"cursor", s.samplerCursor}}},
+            {"optimizer_steps", s.optimizerSteps}, {"identity", s.identity}, {"training", s.training}};
+}
+
+} // namespace
+
+std::vector<std::pair<int64_t, fs::path>> listCheckpoints(const fs::path &outputDir)
+{
+    std::vector<std::pair<int64_t, fs::path>> found;
+    std::error_code ec;
+    for (const auto &entry : fs::directory_iterator(outputDir, ec)) {
+        if (!entry.is_directory())
+            continue;
+        if (const auto step = checkpointStep(entry.path()); step && fs::exists(entry.path() / kStateFile))
+            found.emplace_back(*step, entry.path());
+    }
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
+int removePartialCheckpoints(const fs::path &outputDir)
+{
+    int removed = 0;
+    std::error_code ec;
+    std::vector<fs::path> partial;
+    for (const auto &entry : fs::directory_iterator(outputDir, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (entry.is_directory() && name.rfind(".checkpoint-", 0) == 0 && name.find(".partial-") != std::string::npos)
+            partial.push_back(entry.path());
+    }
+    for (const auto &path : partial) {
+        fs::remove_all(path, ec);
+        removed += ec ? 0 : 1;
+    }
+    return removed;
+}
+
+fs::path writeCheckpoint(const fs::path &outputDir, const CheckpointState &state, model::LlamaForCausalLM &model,
+                         const TrainingParams &params, const Optimizer &optimizer, int64_t keep)
+{
+    const fs::path target = outputDir / ("checkpoint-" + std::to_string(state.step));
+    if (fs::exists(target)) {
+        // The same step again (a stop right after a periodic save): that checkpoint is already whole.
+        return target;
+    }
+    StagedFolder staged(target);
+    if (params.method == TrainingMethod::Lora)
+        model::savePeftAdapter(model, params.lora, state.identity.value("base_model", std::string()), staged.path());
+    else
+        model::savePretrained(model, staged.path());
+    io::writeSafetensors(staged.path() / kOptimizerFile, optimizer.stateTensors(),
+                         {{"optimizer", optimizerName(optimizer.kind())}});
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    io::writeSafetensors(staged.path() / kRngFile, {{"torch_cpu", generator.get_state()}});
+    writeFileAtomically(staged.path() / kStateFile, stateJson(state).dump(2) + "\n");
+    staged.commit();
+
+    if (keep > 0) {
+        auto all = listCheckpoints(outputDir);
+        for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {
+            std::error_code ec;
+            fs::remove_all(all[i].second, ec);
+        }
+    }
+    return target;
+}
+
+fs::path findCheckpoint(const fs::path &path)
+{
+    if (!fs::exists(path))
+        throw invalidInput("resume: " + path.string() + " does not exist");
+    if (fs::exists(path / kStateFile))
+        return path;
+    const auto all = listCheckpoints(path);
+    if (all.empty())
+        throw invalidInput("resume: " + path.string() + " holds no checkpoint (checkpoint-<step>/ with " + kStateFile
+                           + "); a run writes one every --save-every steps and when it is stopped");
+    return all.back().second;
+}
+
+CheckpointState readCheckpointState(const fs::path &checkpoint)
+{
+    const fs::path file = checkpoint / kStateFile;
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(readFile(file));
+        CheckpointState s;
+        if (j.value("format", std::string()) != "tunebench-checkpoint-1")
+            throw invalidInput(file.string() + ": not a tunebench checkpoint (format " + j.value("format", std::string("missing")) + ")");
+        s.step = j.at("step").get<int64_t>();
+        s.runId = j.at("run_id").get<int64_t>();
+        s.storePath = j.at("store").get<std::string>();
+        s.samplerShuffles = j.at("data_position").at("shuffles").get<int64_t>();
+        s.samplerCursor = j.at("data_position").at("cursor").get<int64_t>();
+        s.optimizerSteps = j.at("optimizer_steps").get<int64_t>();
+        s.identity = j.at("identity");
+        s.training = j.at("training");
+        return s;
+    } catch (const nlohmann::json::exception &e) {
+        throw invalidInput(file.string() + ": " + e.what());
+    }
+}
+
+void restoreCheckpoint(const fs::path &checkpoint, const CheckpointState &state, model::LlamaForCausalLM &model,
+                       const TrainingParams &params, Optimizer &optimizer)
+{
+    if (params.method == TrainingMethod::Lora) {
+        const fs::path file = checkpoint / "adapter_model.safetensors";
+        model::loadPeftAdapterTensors(model, params.lora, readAll(file), file.string());
+    } else {
+        model::LlamaForCausalLM saved = model::loadPretrained(checkpoint);
+        std::map<std::string, torch::Tensor> values;
+        for (auto &item : saved->named_parameters())
+            values[item.key()] = item.value();
+        torch::NoGradGuard noGrad;
+        for (auto &item : model->named_parameters()) {
+            auto it = values.find(item.key());
+            if (it == values.end() || it->second.sizes() != item.value().sizes())
+                throw invalidInput(checkpoint.string() + ": parameter '" + item.key() + "' does not fit the model");
+            item.value().copy_(it->second);
+        }
+    }
+    const fs::path optimizerFile = checkpoint / kOptimizerFile;
+    optimizer.loadState(readAll(optimizerFile), state.optimizerSteps, optimizerFile.string());
+    const auto rng = readAll(checkpoint / kRngFile);
+    auto it = rng.find("torch_cpu");
+    if (it == rng.end())
+        throw invalidInput((checkpoint / kRngFile).string() + ": tensor 'torch_cpu' is missing");
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    generator.set_state(it->second);
+}
+
+} // namespace engine::train

@@ -1,0 +1,241 @@
+// Training as a user runs it from the CLI: a real Ctrl+C (and a kill -9) then --resume gives the same
+// loss curve bit for bit, LoRA training exports a PEFT adapter and a merged model that score as the
+// independent Python reference scores base + adapter, and bad input gets one clear error each.
+
+#include "support/cliprocess.h"
+#include "support/tempdir.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <signal.h>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing_support::ProcessResult;
+
+namespace {
+
+class TrainCliTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite()
+    {
+        s_dir = new testing_support::TempDir("traincli");
+        testing_support::isolateXdgDirs(s_dir->path());
+        testing_support::writeCorpusSlice(s_dir->path() / "corpus.txt", 100'000);
+        testing_support::writeTinyConfig(s_dir->path() / "tiny");
+    }
+    static void TearDownTestSuite()
+    {
+        delete s_dir;
+        s_dir = nullptr;
+    }
+
+    static fs::path dir() { return s_dir->path(); }
+    static std::string db() { return (dir() / "runs.sqlite3").string(); }
+
+    static ProcessResult run(std::vector<std::string> args, const std::string &tag)
+    {
+        args.insert(args.begin(), {"--db", db()});
+        return testing_support::runProcess(TUNEBENCH_CLI, args, dir(), tag);
+    }
+
+    /// The same training command for every run of the resume test: 300 steps of the tiny model.
+    static std::vector<std::string> trainArgs(const std::string &output, std::vector<std::string> extra = {})
+    {
+        std::vector<std::string> args = {"train", "--model", (dir() / "tiny").string(), "--data", (dir() / "corpus.txt").string(),
+                                         "--steps", "300", "--batch-size", "2", "--seq-len", "32", "--threads", "1",
+                                         "--lr", "0.01", "--seed", "5", "--output", (dir() / output).string()};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return args;
+    }
+
+    static std::vector<json> losses(const std::string &run)
+    {
+        const ProcessResult r = run_({"runs", "metrics", run, "--key", "loss", "--json"}, "metrics-" + fs::path(run).filename().string());
+        EXPECT_EQ(r.exitCode, 0) << r.err;
+        return json::parse(r.out).at("loss").get<std::vector<json>>();
+    }
+    static ProcessResult run_(std::vector<std::string> args, const std::string &tag) { return run(std::move(args), tag); }
+
+    static int storedSteps(const std::string &folder)
+    {
+        if (!fs::exists(fs::path(folder) / "run.json"))
+            return 0;
+        const ProcessResult r = run({"runs", "metrics", folder, "--key", "loss", "--json"}, "poll");
+        if (r.exitCode != 0)
+            return 0;
+        return static_cast<int>(json::parse(r.out, nullptr, false).value("loss", json::array()).size());
+    }
+
+    /// Starts a run, waits until at least `steps` steps are stored, sends `signal`.
+    static ProcessResult interrupted(const std::vector<std::string> &args, const std::string &folder, int steps, int signal)
+    {
+        std::vector<std::string> full = args;
+        full.insert(full.begin(), {"--db", db()});
+        const auto child = testing_support::spawnProcess(TUNEBENCH_CLI, full, dir(), "interrupted-" + std::to_string(signal));
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+        while (storedSteps((dir() / folder).string()) < steps && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        ::kill(child.pid, signal);
+        return testing_support::finishProcess(child);
+    }
+
+    static testing_support::TempDir *s_dir;
+};
+
+testing_support::TempDir *TrainCliTest::s_dir = nullptr;
+
+std::string slurp(const fs::path &path)
+{
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+void expectSameCurve(const std::vector<json> &expected, const std::vector<json> &got, const std::string &what)
+{
+    ASSERT_EQ(got.size(), expected.size()) << what;
+    for (size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_EQ(got[i]["step"], expected[i]["step"]) << what;
+        // Bitwise: the JSON carries every digit of the stored double.
+        EXPECT_EQ(got[i]["value"].get<double>(), expected[i]["value"].get<double>()) << what << " step " << i + 1;
+    }
+}
+
+} // namespace
+
+TEST_F(TrainCliTest, CtrlCOrKillThenResumeGivesTheUninterruptedCurveBitForBit)
+{
+    const ProcessResult straight = run(trainArgs("straight"), "straight");
+    ASSERT_EQ(straight.exitCode, 0) << straight.err;
+    const auto expected = losses((dir() / "straight").string());
+    ASSERT_EQ(expected.size(), 300u);
+
+    // A real Ctrl+C: the run stops after a step, writes a checkpoint there, and --resume continues it.
+    const ProcessResult stopped = interrupted(trainArgs("stopped"), "stopped", 12, SIGINT);
+    EXPECT_EQ(stopped.exitCode, 130) << stopped.err;
+    EXPECT_NE(stopped.out.find("checkpoint:"), std::string::npos) << stopped.out;
+    const ProcessResult resumed = run(trainArgs("stopped", {"--resume", (dir() / "stopped").string()}), "resumed");
+    ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
+    EXPECT_NE(resumed.out.find("resumed at step"), std::string::npos) << resumed.out;
+    expectSameCurve(expected, losses((dir() / "stopped").string()), "Ctrl+C + resume");
+
+    // kill -9 between checkpoints: the steps after the last checkpoint are lost and redone the same way.
+    const ProcessResult killed = interrupted(trainArgs("killed", {"--save-every", "5"}), "killed", 13, SIGKILL);
+    EXPECT_EQ(killed.exitCode, 128 + SIGKILL);
+    const ProcessResult again = run(trainArgs("killed", {"--save-every", "5", "--resume", (dir() / "killed").string()}), "again");
+    ASSERT_EQ(again.exitCode, 0) << again.err;
+    expectSameCurve(expected, losses((dir() / "killed").string()), "kill -9 + resume");
+    for (const auto &entry : fs::directory_iterator(dir() / "killed"))
+        EXPECT_EQ(entry.path().filename().string().find(".partial"), std::string::npos) << entry.path();
+
+    // Resuming with another method or batch size is refused by name; a finished run has nothing to resume.
+    const ProcessResult other = run(trainArgs("stopped", {"--resume", (dir() / "stopped").string(), "--steps", "310",
+                                                          "--batch-size", "4"}), "other");
+    EXPECT_EQ(other.exitCode, 1);
+    EXPECT_NE(other.err.find("batch_size = 2, this run has 4"), std::string::npos) << other.err;
+    const ProcessResult done = run(trainArgs("stopped", {"--resume", (dir() / "stopped").string()}), "done");
+    EXPECT_EQ(done.exitCode, 1);
+    EXPECT_NE(done.err.find("nothing to resume"), std::string::npos) << done.err;
+
+    const ProcessResult csv = run({"runs", "metrics", (dir() / "straight").string(), "--key", "loss", "--csv"}, "csv");
+    ASSERT_EQ(csv.exitCode, 0) << csv.err;
+    EXPECT_EQ(csv.out.rfind("key,step,wall_time,value\nloss,1,", 0), 0u) << csv.out.substr(0, 80);
+    const ProcessResult missing = run({"runs", "metrics", (dir() / "straight").string(), "--key", "nope"}, "nope");
+    EXPECT_EQ(missing.exitCode, 1);
+    EXPECT_NE(missing.err.find("has no metric 'nope' (it has: "), std::string::npos) << missing.err;
+}
+
+TEST_F(TrainCliTest, LoraExportsScoreAsThePythonReferenceScoresBasePlusAdapter)
+{
+    // A base model to adapt: the tiny config trained briefly in full.
+    const ProcessResult base = run({"train", "--model", (dir() / "tiny").string(), "--data", (dir() / "corpus.txt").string(),
+                                    "--steps", "20", "--batch-size", "2", "--seq-len", "32", "--threads", "1", "--lr", "0.01",
+                                    "--output", (dir() / "base-run").string(), "-q"},
+                                   "base");
+    ASSERT_EQ(base.exitCode, 0) << base.err;
+    const fs::path baseModel = dir() / "base-run" / "model";
+
+    const std::vector<std::string> lora = {"train", "--model", baseModel.string(), "--data", (dir() / "corpus.txt").string(),
+                                           "--method", "lora", "--lora-r", "4", "--lora-alpha", "8",
+                                           "--lora-targets", "q_proj,v_proj,down_proj", "--steps", "15", "--batch-size", "2",
+                                           "--seq-len", "32", "--threads", "1", "--lr", "0.02", "--val-fraction", "0.1",
+                                           "--eval-every", "5", "--output", (dir() / "lora-run").string(), "-q"};
+    const ProcessResult trained = run(lora, "lora");
+    ASSERT_EQ(trained.exitCode, 0) << trained.err;
+    EXPECT_NE(trained.out.find("eval loss:"), std::string::npos) << trained.out;
+    const auto evalLoss = json::parse(run({"runs", "metrics", (dir() / "lora-run").string(), "--key", "eval/loss", "--json"},
+                                          "eval").out)["eval/loss"];
+    EXPECT_EQ(evalLoss.size(), 3u) << "eval at steps 5, 10, 15";
+
+    ASSERT_EQ(run({"export", "--run", (dir() / "lora-run").string(), "--peft", (dir() / "peft").string()}, "peft").exitCode, 0);
+    ASSERT_EQ(run({"export", "--run", (dir() / "lora-run").string(), "--merged", (dir() / "merged").string()}, "merged").exitCode, 0);
+    const json config = json::parse(slurp(dir() / "peft" / "adapter_config.json"));
+    EXPECT_EQ(config["peft_type"], "LORA");
+    EXPECT_EQ(config["r"], 4);
+    EXPECT_EQ(config["target_modules"], json({"q_proj", "v_proj", "down_proj"}));
+
+    const std::vector<int64_t> ids = {1, 5, 9, 30, 77, 120, 3, 44, 200, 17, 8, 61};
+    std::string idText;
+    for (int64_t id : ids)
+        idText += (idText.empty() ? "" : ",") + std::to_string(id);
+    auto score = [&](std::vector<std::string> args, const std::string &tag) {
+        args.insert(args.begin(), "score");
+        args.insert(args.end(), {"--ids", idText, "--json", "--threads", "1"});
+        const ProcessResult r = run(args, tag);
+        EXPECT_EQ(r.exitCode, 0) << r.err;
+        return json::parse(r.out).at("logprobs").get<std::vector<double>>();
+    };
+    const auto withAdapter = score({"--model", baseModel.string(), "--adapter", (dir() / "peft").string()}, "score-peft");
+    const auto merged = score({"--model", (dir() / "merged").string()}, "score-merged");
+    const auto plain = score({"--model", baseModel.string()}, "score-base");
+    ASSERT_EQ(withAdapter.size(), ids.size() - 1);
+    double moved = 0;
+    for (size_t t = 0; t < withAdapter.size(); ++t) {
+        EXPECT_EQ(withAdapter[t], merged[t]) << "merged and base + adapter score identically, position " << t;
+        moved = std::max(moved, std::abs(withAdapter[t] - plain[t]));
+    }
+    EXPECT_GT(moved, 1e-3) << "the adapter changed the model";
+
+    // The independent float64 reference reads the adapter by PEFT's key names and scale.
+    const json cases = json::array({{{"model_dir", baseModel.string()}, {"adapter_dir", (dir() / "peft").string()}, {"ids", ids}}});
+    std::ofstream(dir() / "ref-cases.json") << cases.dump();
+    const std::string command = "/usr/bin/python3 '" MODEL_REFERENCE_SCRIPT "' --score '" + (dir() / "ref-cases.json").string()
+        + "' '" + (dir() / "ref-out.json").string() + "'";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    const std::vector<double> reference = json::parse(slurp(dir() / "ref-out.json"))[0].at("logprobs");
+    ASSERT_EQ(reference.size(), withAdapter.size());
+    for (size_t t = 0; t < reference.size(); ++t)
+        EXPECT_NEAR(withAdapter[t], reference[t], 1e-4) << "position " << t;
+
+    // Bad input: one clear error each, nothing written.
+    const ProcessResult exists = run({"export", "--run", (dir() / "lora-run").string(), "--peft", (dir() / "peft").string()}, "exists");
+    EXPECT_EQ(exists.exitCode, 1);
+    EXPECT_NE(exists.err.find("exists"), std::string::npos) << exists.err;
+    const ProcessResult full = run({"export", "--run", (dir() / "base-run").string(), "--peft", (dir() / "nope").string()}, "full");
+    EXPECT_EQ(full.exitCode, 1);
+    EXPECT_NE(full.err.find("full fine-tune"), std::string::npos) << full.err;
+    EXPECT_FALSE(fs::exists(dir() / "nope"));
+    std::vector<std::string> badTargets = lora;
+    badTargets[std::find(badTargets.begin(), badTargets.end(), "q_proj,v_proj,down_proj") - badTargets.begin()] = "query_key_value";
+    badTargets.back() = "-q";
+    const ProcessResult targets = run(badTargets, "targets");
+    EXPECT_EQ(targets.exitCode, 1);
+    EXPECT_NE(targets.err.find("match no module of the model; its Linear modules are q_proj, k_proj"), std::string::npos)
+        << targets.err;
+    const ProcessResult resumeOther = run({"train", "--model", baseModel.string(), "--data", (dir() / "corpus.txt").string(),
+                                           "--method", "full", "--steps", "30", "--batch-size", "2", "--seq-len", "32",
+                                           "--resume", (dir() / "lora-run").string()},
+                                          "resume-other");
+    EXPECT_EQ(resumeOther.exitCode, 1);
+    EXPECT_NE(resumeOther.err.find("method = \"lora\", this run has \"full\""), std::string::npos) << resumeOther.err;
+}
