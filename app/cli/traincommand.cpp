@@ -41,7 +41,9 @@ public:
         auto &p = m_params;
         m_command->add_option("--model", p.modelPath, "Model folder with config.json, or a config.json file")
             ->check(CLI::ExistingPath);
-        m_command->add_option("--data", p.dataPath, "UTF-8 text corpus (default: the bundled demo corpus)");
+        m_command->add_option("--data", p.dataPath,
+                              "Training data: a UTF-8 text corpus, or JSONL with text / prompt+completion / messages / "
+                              "input_ids (default: the bundled demo corpus)");
         m_command->add_option("--tokenizer", p.tokenizerPath,
                               "SentencePiece tokenizer.model (default: the model folder's, else one trained on the corpus)");
         m_command->add_option("--steps", p.steps, "Optimizer steps")->capture_default_str();
@@ -91,6 +93,10 @@ public:
         m_command->add_option("--resume", m_resume,
                               "Continue run RUN (an id, or its output folder) from its newest checkpoint, with the "
                               "same settings; --steps may be raised");
+        m_command->add_flag("--preview", m_preview,
+                            "Show what would be trained on (format, counts, truncation, the first rows) and exit");
+        m_command->add_option("--bad-lines", m_badLines, "A malformed JSONL line stops the run or is skipped and counted")
+            ->check(CLI::IsMember({"stop", "skip"}))->capture_default_str();
         m_command->add_option("--on-nan", m_onNan, "A non-finite loss stops the run or skips the step")
             ->check(CLI::IsMember({"stop", "skip"}))->capture_default_str();
         m_command->add_flag("--quiet,-q", m_quiet, "Print only the summary");
@@ -122,6 +128,7 @@ public:
                 : m_schedule == "linear"                ? engine::train::ScheduleKind::Linear
                                                         : engine::train::ScheduleKind::Cosine;
             params.nonFinite = m_onNan == "skip" ? engine::train::NonFinitePolicy::Skip : engine::train::NonFinitePolicy::Stop;
+            params.skipBadLines = m_badLines == "skip";
             if (!m_resume.empty())
                 params.resumeFrom = engine::train::resolveRunFolder(m_resume, params.storePath).string();
         } catch (const engine::Error &e) {
@@ -129,6 +136,8 @@ public:
             return ExitFailed;
         }
 
+        if (m_preview)
+            return preview(params);
         ProgressBar bar(stderr);
         TerminalObserver verbose(bar);
         engine::train::TrainingObserver silent;
@@ -144,6 +153,36 @@ public:
     }
 
 private:
+    int preview(const engine::train::TrainingParams &params)
+    {
+        engine::JobControl control;
+        engine::train::TrainingObserver silent;
+        try {
+            const auto p = engine::train::previewData(params, control, silent);
+            std::printf("data:       %s (%s)\n", params.dataPath.empty() ? "the demo corpus" : params.dataPath.c_str(), p.format.c_str());
+            std::printf("tokenizer:  %s\n", p.tokenizer.empty() ? "(none: pre-tokenized)" : p.tokenizer.c_str());
+            std::printf("examples:   %lld, %lld tokens\n", static_cast<long long>(p.examples), static_cast<long long>(p.tokens));
+            std::printf("rows:       %lld of %lld tokens for training, %lld for eval; %lld targets in the loss\n",
+                        static_cast<long long>(p.rows), static_cast<long long>(params.sequenceLength),
+                        static_cast<long long>(p.evalRows), static_cast<long long>(p.labelledTokens));
+            std::printf("truncated:  %lld examples longer than --seq-len\n", static_cast<long long>(p.truncated));
+            if (p.nothingToLearn > 0)
+                std::printf("dropped:    %lld examples with nothing to learn\n", static_cast<long long>(p.nothingToLearn));
+            if (p.skippedBadLines > 0)
+                std::printf("skipped:    %lld malformed lines\n", static_cast<long long>(p.skippedBadLines));
+            for (size_t i = 0; i < p.samples.size(); ++i) {
+                const auto &s = p.samples[i];
+                std::printf("\n--- row %zu: %lld tokens in, %lld learned\n%s\n--- learned:\n%s\n", i + 1,
+                            static_cast<long long>(s.inputTokens), static_cast<long long>(s.learnedTokens), s.input.c_str(),
+                            s.learned.c_str());
+            }
+            return ExitOk;
+        } catch (const engine::Error &e) {
+            std::fprintf(stderr, "tunebench: %s\n", e.what());
+            return ExitFailed;
+        }
+    }
+
     static int report(const engine::train::TrainingOutcome &outcome)
     {
         if (outcome.status == engine::JobStatus::Failed) {
@@ -191,6 +230,8 @@ private:
     std::string m_schedule = "cosine";
     std::string m_onNan = "stop";
     std::string m_resume;
+    std::string m_badLines = "stop";
+    bool m_preview = false;
     bool m_quiet = false;
 };
 

@@ -354,7 +354,7 @@ torch::Tensor LlamaForCausalLMImpl::logitsFromHidden(const torch::Tensor &hidden
 {
     const torch::Tensor weight = outputWeight();
     const torch::Tensor onDevice = hidden.to(weight.device());
-    const torch::Tensor logits = lm_head ? inScope("lm_head", [&] { return lm_head(onDevice); })
+    const torch::Tensor logits = lm_head ? inScope("lm_head", [&] { return linearWithLora(lm_head, m_headLora, onDevice, is_training()); })
                                          : inScope("model.embed_tokens", [&] {
                                                return torch::nn::functional::linear(onDevice, model->embed_tokens->weight);
                                            });
@@ -375,6 +375,8 @@ std::vector<LinearSite> LlamaForCausalLMImpl::linearSites()
         layers[i]->self_attn->collectLinearSites(prefix + "self_attn.", sites);
         layers[i]->mlp->collectLinearSites(prefix + "mlp.", sites);
     }
+    if (lm_head)
+        sites.push_back({"lm_head", lm_head, &m_headLora});
     return sites;
 }
 

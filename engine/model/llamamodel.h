@@ -192,8 +192,8 @@ public:
     /// ~ N(0, initializer_range) drawn on the CPU in float32, Linear biases 0, RMSNorm weights 1.
     void initializeWeights(uint64_t seed);
 
-    /// Every Linear of the decoder layers (q/k/v/o, gate/up/down), in parameter order, with its LoRA slot.
-    /// lm_head is not among them: LoRA here adapts the decoder's projections.
+    /// Every Linear of the model (q/k/v/o and gate/up/down of each layer, then lm_head unless tied), in
+    /// parameter order, with its LoRA slot.
     std::vector<LinearSite> linearSites();
 
     /// Decoder layers recompute their activations during backward instead of keeping them (gradient
@@ -211,6 +211,7 @@ public:
 
 private:
     LlamaConfig m_config;
+    LoraBranch m_headLora;
 };
 TORCH_MODULE(LlamaForCausalLM);
 

@@ -60,7 +60,7 @@ std::vector<std::string> resolveLoraTargets(LlamaForCausalLM &model, const LoraS
         if (peftTargetMatches(site.name, settings))
             adapted.push_back(site.name);
     }
-    // Modules that match but are no decoder Linear (embeddings, lm_head, norms, containers).
+    // Modules that match but are no Linear (embeddings, norms, containers).
     std::vector<std::string> unsupported;
     bool anySave = settings.modulesToSave.empty();
     for (const auto &item : model->named_modules("", /*include_self=*/false)) {
@@ -70,13 +70,13 @@ std::vector<std::string> resolveLoraTargets(LlamaForCausalLM &model, const LoraS
         anySave = anySave || isModuleToSave(name, settings);
     }
     if (!unsupported.empty()) {
-        throw invalidInput(describeTargets(settings) + " match modules that are not decoder Linear layers: "
+        throw invalidInput(describeTargets(settings) + " match modules that are not Linear layers: "
                            + joined(unsupported) + "; LoRA adapts " + joined(linearNames(model))
-                           + " (train embeddings or lm_head in full with modules_to_save)");
+                           + " (train embeddings or norms in full with modules_to_save)");
     }
     if (adapted.empty()) {
         throw invalidInput(describeTargets(settings) + " match no module of the model; its Linear modules are "
-                           + joined(linearNames(model)) + " (in every layer, e.g. model.layers.0.self_attn.q_proj)");
+                           + joined(linearNames(model)) + " (e.g. model.layers.0.self_attn.q_proj)");
     }
     if (!anySave) {
         throw invalidInput("modules_to_save [" + joined(settings.modulesToSave)

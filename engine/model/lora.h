@@ -30,8 +30,8 @@ struct LoraAttachment {
 };
 
 /// The modules `settings` adapts, checked against the model: throws Error(InvalidInput) when the targets
-/// match no module (listing the Linear modules that exist) or name a module LoRA cannot adapt here
-/// (embeddings, lm_head), and when modules_to_save names no module.
+/// match no module (listing the Linear modules that exist) or name a module that is not a Linear
+/// (embeddings, norms), and when modules_to_save names no module.
 std::vector<std::string> resolveLoraTargets(LlamaForCausalLM &model, const LoraSettings &settings);
 
 /// Freezes every parameter, attaches a branch to each target (A ~ kaiming_uniform(a = sqrt 5) as PEFT's

@@ -6,6 +6,8 @@
 #include "engine/train/textcorpus.h"
 #include "engine/train/trainer.h"
 #include "engine/train/trainingparams.h"
+#include "engine/train/dataset.h"
+#include "engine/core/atomicfile.h"
 
 #include <cstdio>
 
@@ -43,7 +45,14 @@ TokenizerChoice resolveTokenizer(const TrainingParams &params, const model::Llam
             tokenize::SentencePieceTrainOptions options;
             options.vocabSize = static_cast<int>(config.vocabSize);
             options.threads = params.threads;
-            tokenize::SentencePieceTokenizer::train(corpusPath, path, options);
+            // JSONL: train on the records' text, not on their JSON spelling.
+            std::filesystem::path source = corpusPath;
+            if (isJsonl(corpusPath)) {
+                source = path;
+                source.replace_extension(".txt");
+                writeFileAtomically(source, corpusText);
+            }
+            tokenize::SentencePieceTokenizer::train(source, path, options);
         } else {
             observer.onLog(LogLevel::Info, "using the cached tokenizer " + path.string());
         }

@@ -17,6 +17,7 @@
 #include "engine/model/lora.h"
 #include "engine/train/batchsampler.h"
 #include "engine/train/checkpoint.h"
+#include "engine/train/dataset.h"
 #include "engine/train/gradientclip.h"
 #include "engine/train/lrschedule.h"
 #include "engine/train/optimizer.h"
@@ -35,6 +36,7 @@
 #include <random>
 
 namespace engine::train {
+namespace fs = std::filesystem;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -57,8 +59,13 @@ struct PreparedJob {
     std::filesystem::path corpusPath;
     model::LlamaConfig config;
     std::string modelName;
-    torch::Tensor sequences; ///< [N, seq_len + 1] int64: training windows
+    torch::Tensor sequences; ///< [N, seq_len + 1] int64: training rows (inputs are the first seq_len)
+    torch::Tensor labels;    ///< [N, seq_len] int64: the target of each position, kIgnoreLabel = none
     torch::Tensor evalSequences; ///< [M, seq_len + 1] int64; undefined when there is no eval data
+    torch::Tensor evalLabels;    ///< [M, seq_len]
+    std::string dataFormat;
+    std::optional<TokenizerChoice> tokenizer; ///< none for pre-tokenized data without one
+    TokenRows stats;             ///< the training data's counts (ids moved into the tensors)
     int64_t corpusTokens = 0;
     std::string tokenizerPath;
     std::filesystem::path weightsFolder; ///< set when the model folder holds weights to start from
@@ -106,40 +113,63 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
                            + std::to_string(job.config.maxPositionEmbeddings));
     }
 
-    const std::string text = readCorpusText(job.corpusPath);
-    observer.onLog(LogLevel::Info, "corpus " + job.corpusPath.string() + ": " + std::to_string(text.size()) + " bytes");
+    const std::string text = datasetText(job.corpusPath);
+    observer.onLog(LogLevel::Info, "data " + job.corpusPath.string() + ": " + std::to_string(fs::file_size(job.corpusPath))
+                                       + " bytes");
 
-    TokenizerChoice tokenizer = resolveTokenizer(params, job.config, job.corpusPath, text, observer);
-    job.tokenizerPath = tokenizer.path.string();
-    if (control.cancelRequested())
-        return std::nullopt;
-
-    const int eos = tokenizer.tokenizer.eosId();
-    std::vector<int32_t> ids = tokenizeCorpus(text, tokenizer.tokenizer, eos, control);
-    if (control.cancelRequested())
-        return std::nullopt;
-    job.corpusTokens = static_cast<int64_t>(ids.size());
-    const int64_t window = params.sequenceLength + 1;
-    const int64_t count = job.corpusTokens / window;
-    if (count < 1) {
-        throw invalidInput("corpus " + job.corpusPath.string() + " is too short: it has "
-                           + std::to_string(job.corpusTokens) + " tokens, and one training sequence needs "
-                           + std::to_string(window) + " (sequence length + 1)");
+    // Pre-tokenized JSONL needs no tokenizer; everything else has one (the model's, or trained on the text).
+    std::optional<TokenizerChoice> tokenizer;
+    if (!text.empty() || !params.tokenizerPath.empty()
+        || (!params.modelPath.empty() && fs::exists(fs::path(params.modelPath) / "tokenizer.model"))) {
+        tokenizer.emplace(resolveTokenizer(params, job.config, job.corpusPath, text, observer));
+        job.tokenizerPath = tokenizer->path.string();
     }
-    job.sequences = torch::from_blob(ids.data(), {count, window}, torch::kInt32).to(torch::kInt64);
-    observer.onLog(LogLevel::Info, std::to_string(job.corpusTokens) + " tokens, " + std::to_string(count)
-                                       + " sequences of " + std::to_string(params.sequenceLength) + " tokens");
+    if (control.cancelRequested())
+        return std::nullopt;
+
+    DatasetOptions options;
+    options.sequenceLength = params.sequenceLength;
+    options.badLines = params.skipBadLines ? BadLinePolicy::Skip : BadLinePolicy::Stop;
+    if (!job.weightsFolder.empty() || (!params.modelPath.empty() && fs::is_directory(params.modelPath))) {
+        const ChatTemplateSource chat = readChatTemplate(params.modelPath);
+        options.chatTemplate = chat.source;
+    }
+    const tokenize::SentencePieceTokenizer *tok = tokenizer ? &tokenizer->tokenizer : nullptr;
+    auto toTensors = [&](TokenRows &rows, torch::Tensor &sequences, torch::Tensor &labels) {
+        sequences = torch::tensor(rows.ids, torch::kInt64).view({rows.rows, rows.width});
+        labels = torch::tensor(rows.labels, torch::kInt64).view({rows.rows, rows.width - 1});
+        rows.ids.clear();
+        rows.labels.clear();
+    };
+    std::optional<TokenRows> rows = loadDataset(job.corpusPath, tok, job.config.vocabSize, options, control);
+    if (!rows)
+        return std::nullopt;
+    job.dataFormat = dataFormatName(rows->format);
+    job.corpusTokens = rows->tokens;
+    toTensors(*rows, job.sequences, job.labels);
+    job.stats = *rows;
+    std::string counts = std::to_string(rows->tokens) + " tokens, " + std::to_string(rows->rows) + " sequences of "
+        + std::to_string(params.sequenceLength) + " tokens (" + job.dataFormat;
+    if (rows->format != DataFormat::Text && rows->format != DataFormat::JsonlText)
+        counts += ", " + std::to_string(rows->examples) + " examples, " + std::to_string(rows->truncated) + " truncated";
+    if (rows->nothingToLearn > 0)
+        counts += ", " + std::to_string(rows->nothingToLearn) + " with nothing to learn dropped";
+    if (rows->skippedBadLines > 0)
+        counts += ", " + std::to_string(rows->skippedBadLines) + " malformed lines skipped";
+    observer.onLog(LogLevel::Info, counts + ")");
 
     if (!params.evalDataPath.empty()) {
-        const std::string evalText = readCorpusText(params.evalDataPath);
-        std::vector<int32_t> evalIds = tokenizeCorpus(evalText, tokenizer.tokenizer, eos, control);
-        const int64_t evalCount = static_cast<int64_t>(evalIds.size()) / window;
-        if (evalCount < 1) {
-            throw invalidInput("eval data " + params.evalDataPath + " is too short: it has " + std::to_string(evalIds.size())
-                               + " tokens, and one sequence needs " + std::to_string(window));
+        std::optional<TokenRows> evalRows;
+        try {
+            evalRows = loadDataset(params.evalDataPath, tok, job.config.vocabSize, options, control);
+        } catch (const Error &e) {
+            throw Error(e.kind(), std::string("eval data: ") + e.what());
         }
-        job.evalSequences = torch::from_blob(evalIds.data(), {evalCount, window}, torch::kInt32).to(torch::kInt64);
+        if (!evalRows)
+            return std::nullopt;
+        toTensors(*evalRows, job.evalSequences, job.evalLabels);
     } else if (params.valFraction > 0) {
+        const int64_t count = job.sequences.size(0);
         // A seeded random subset, so that the held-out text is spread over the corpus.
         const int64_t held = std::max<int64_t>(1, static_cast<int64_t>(std::llround(params.valFraction * double(count))));
         if (held >= count) {
@@ -154,13 +184,18 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
         std::vector<int64_t> trainRows(order.begin() + held, order.end());
         std::sort(evalRows.begin(), evalRows.end());
         std::sort(trainRows.begin(), trainRows.end());
-        job.evalSequences = job.sequences.index_select(0, torch::tensor(evalRows, torch::kInt64));
-        job.sequences = job.sequences.index_select(0, torch::tensor(trainRows, torch::kInt64));
+        const torch::Tensor evalIndex = torch::tensor(evalRows, torch::kInt64);
+        const torch::Tensor trainIndex = torch::tensor(trainRows, torch::kInt64);
+        job.evalSequences = job.sequences.index_select(0, evalIndex);
+        job.evalLabels = job.labels.index_select(0, evalIndex);
+        job.sequences = job.sequences.index_select(0, trainIndex);
+        job.labels = job.labels.index_select(0, trainIndex);
     }
     if (job.evalSequences.defined()) {
         observer.onLog(LogLevel::Info, std::to_string(job.evalSequences.size(0)) + " eval sequences, "
                                            + std::to_string(job.sequences.size(0)) + " for training");
     }
+    job.tokenizer = std::move(tokenizer);
     return job;
 }
 
@@ -264,6 +299,7 @@ nlohmann::json runIdentity(const TrainingParams &params, const PreparedJob &job)
             {"seed", params.seed},
             {"corpus", job.corpusPath.string()},
             {"corpus_tokens", job.corpusTokens},
+            {"data_format", job.dataFormat},
             {"sequences", job.sequences.size(0)}};
 }
 
@@ -292,7 +328,7 @@ void checkResumable(const nlohmann::json &saved, const nlohmann::json &now, cons
 
 /// Mean cross-entropy over the eval windows (all, or the first evalBatches batches), in eval mode.
 double evaluate(model::LlamaForCausalLM &model, const TrainingParams &params, const torch::Tensor &sequences,
-                torch::Device device)
+                const torch::Tensor &allLabels, torch::Device device)
 {
     torch::NoGradGuard noGrad;
     model->eval();
@@ -304,13 +340,16 @@ double evaluate(model::LlamaForCausalLM &model, const TrainingParams &params, co
     int64_t tokens = 0;
     for (int64_t b = 0; b < batches; ++b) {
         const int64_t first = b * params.batchSize;
-        const torch::Tensor batch = sequences.narrow(0, first, std::min(params.batchSize, count - first)).to(device);
+        const int64_t size = std::min(params.batchSize, count - first);
+        const torch::Tensor batch = sequences.narrow(0, first, size).to(device);
         const torch::Tensor logits = model->forward(batch.narrow(1, 0, params.sequenceLength));
-        const torch::Tensor labels = batch.narrow(1, 1, params.sequenceLength).to(logits.device());
+        const torch::Tensor labels = allLabels.narrow(0, first, size).to(logits.device());
         lossSum += torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}),
-                                                        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                                                        torch::nn::functional::CrossEntropyFuncOptions()
+                                                            .reduction(torch::kSum)
+                                                            .ignore_index(kIgnoreLabel))
                        .item<double>();
-        tokens += labels.numel();
+        tokens += labels.ne(kIgnoreLabel).sum().item<int64_t>();
     }
     model->train();
     return lossSum / static_cast<double>(std::max<int64_t>(tokens, 1));
@@ -436,19 +475,25 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
 
         // K micro-batches; each one's summed loss is divided by the step's token count, so that the
         // gradient equals that of one batch of K * B sequences.
-        std::vector<torch::Tensor> micro;
-        for (int64_t k = 0; k < params.gradAccumulation; ++k)
-            micro.push_back(job.sequences.index_select(0, torch::tensor(sampler.next(params.batchSize), torch::kInt64)));
-        const double stepTokens = static_cast<double>(params.gradAccumulation * params.batchSize * params.sequenceLength);
+        std::vector<std::pair<torch::Tensor, torch::Tensor>> micro; // (rows, labels)
+        int64_t labelled = 0;
+        for (int64_t k = 0; k < params.gradAccumulation; ++k) {
+            const torch::Tensor index = torch::tensor(sampler.next(params.batchSize), torch::kInt64);
+            micro.emplace_back(job.sequences.index_select(0, index), job.labels.index_select(0, index));
+            labelled += micro.back().second.ne(kIgnoreLabel).sum().item<int64_t>();
+        }
+        const double stepTokens = static_cast<double>(std::max<int64_t>(labelled, 1));
         optimizer->zeroGrad();
         double lossValue = 0;
-        for (const torch::Tensor &rows : micro) {
+        for (const auto &[rows, rowLabels] : micro) {
             const torch::Tensor batch = rows.to(device);
             const torch::Tensor logits = model->forward(batch.narrow(1, 0, params.sequenceLength));
-            const torch::Tensor labels = batch.narrow(1, 1, params.sequenceLength).to(logits.device());
+            const torch::Tensor labels = rowLabels.to(logits.device());
             const torch::Tensor loss = torch::nn::functional::cross_entropy(
                                            logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}),
-                                           torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                                           torch::nn::functional::CrossEntropyFuncOptions()
+                                               .reduction(torch::kSum)
+                                               .ignore_index(kIgnoreLabel))
                 / stepTokens;
             lossValue += loss.item<double>();
             loss.backward();
@@ -479,7 +524,7 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
         }
 
         if (haveEval && ((params.evalEvery > 0 && step % params.evalEvery == 0) || step == totalSteps)) {
-            lastEval = evaluate(model, params, job.evalSequences, device);
+            lastEval = evaluate(model, params, job.evalSequences, job.evalLabels, device);
             metrics.evaluated = true;
             metrics.evalLoss = lastEval;
             metrics.evalPerplexity = std::exp(lastEval);
@@ -532,7 +577,8 @@ void saveTrained(const TrainingParams &params, TrainingOutcome &outcome, model::
         } else {
             model::savePretrained(model, staged.path());
         }
-        writeFileAtomically(staged.path() / "tokenizer.model", readFile(job.tokenizerPath));
+        if (!job.tokenizerPath.empty())
+            writeFileAtomically(staged.path() / "tokenizer.model", readFile(job.tokenizerPath));
         staged.commit();
         store.addArtifact(outcome.runId, lora ? "adapter" : "model", dir.string());
         (lora ? outcome.adapterPath : outcome.modelPath) = dir.string();
@@ -605,6 +651,47 @@ int64_t resolveRunId(const std::string &runOrFolder, const std::string &storePat
     } catch (const Error &) {
         throw invalidInput(runOrFolder + " is not a run's folder (it has no " + kRunMarker + ")");
     }
+}
+
+DatasetPreview previewData(const TrainingParams &params, JobControl &control, TrainingObserver &observer, int count)
+{
+    params.validate();
+    applyThreadCount(params.threads);
+    std::optional<PreparedJob> job = prepare(params, control, observer);
+    if (!job)
+        throw invalidInput("cancelled");
+    DatasetPreview preview;
+    const TokenRows &s = job->stats;
+    preview.format = job->dataFormat;
+    preview.examples = s.examples;
+    preview.rows = job->sequences.size(0);
+    preview.tokens = s.tokens;
+    preview.truncated = s.truncated;
+    preview.skippedBadLines = s.skippedBadLines;
+    preview.nothingToLearn = s.nothingToLearn;
+    preview.labelledTokens = job->labels.ne(kIgnoreLabel).sum().item<int64_t>();
+    preview.evalRows = job->evalSequences.defined() ? job->evalSequences.size(0) : 0;
+    preview.tokenizer = job->tokenizerPath;
+    for (int64_t r = 0; r < std::min<int64_t>(count, job->sequences.size(0)); ++r) {
+        const torch::Tensor row = job->sequences[r];
+        const torch::Tensor labels = job->labels[r];
+        std::vector<int> inputs;
+        std::vector<int> learned;
+        for (int64_t t = 0; t < params.sequenceLength; ++t) {
+            inputs.push_back(static_cast<int>(row[t].item<int64_t>()));
+            if (const int64_t label = labels[t].item<int64_t>(); label != kIgnoreLabel)
+                learned.push_back(static_cast<int>(label));
+        }
+        DatasetPreview::Sample sample;
+        sample.inputTokens = static_cast<int64_t>(inputs.size());
+        sample.learnedTokens = static_cast<int64_t>(learned.size());
+        if (job->tokenizer) {
+            sample.input = job->tokenizer->tokenizer.decode(inputs);
+            sample.learned = job->tokenizer->tokenizer.decode(learned);
+        }
+        preview.samples.push_back(std::move(sample));
+    }
+    return preview;
 }
 
 TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, TrainingObserver &observer)

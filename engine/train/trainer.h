@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace engine::train {
 
@@ -49,6 +50,31 @@ struct TrainingOutcome {
     int64_t resumedFromStep = 0;    ///< > 0 when the run continued from a checkpoint at this step
     double lastEvalLoss = 0;        ///< the last evaluation's loss; 0 when there was no eval data
 };
+
+/// What a run would train on, for `train --preview` and the Train page.
+struct DatasetPreview {
+    struct Sample {
+        std::string input;   ///< the row's input tokens, decoded
+        std::string learned; ///< the tokens the loss is computed on, decoded
+        int64_t inputTokens = 0;
+        int64_t learnedTokens = 0;
+    };
+    std::string format;      ///< "text", "prompt/completion", ...
+    int64_t examples = 0;
+    int64_t rows = 0;        ///< training rows after any validation split
+    int64_t evalRows = 0;
+    int64_t tokens = 0;
+    int64_t truncated = 0;
+    int64_t skippedBadLines = 0;
+    int64_t nothingToLearn = 0;
+    int64_t labelledTokens = 0; ///< targets in the training rows
+    std::string tokenizer;
+    std::vector<Sample> samples; ///< the first rows
+};
+
+/// Reads and tokenizes the data exactly as runTraining would (nothing is trained or stored) and decodes
+/// the first `count` rows. Throws engine::Error for bad input.
+DatasetPreview previewData(const TrainingParams &params, JobControl &control, TrainingObserver &observer, int count = 3);
 
 /// The folder of a run for --resume, export and metrics: `runOrFolder` itself when it is a folder, else
 /// the run with that id in `storePath` (its output folder: the --output it was given, or

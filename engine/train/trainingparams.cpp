@@ -126,6 +126,7 @@ nlohmann::json TrainingParams::toJson() const
         {"save_every", saveEvery},
         {"keep_checkpoints", keepCheckpoints},
         {"on_non_finite_loss", nonFinite == NonFinitePolicy::Skip ? "skip" : "stop"},
+        {"bad_lines", skipBadLines ? "skip" : "stop"},
     };
 }
 

@@ -26,7 +26,7 @@ enum class NonFinitePolicy { Stop, Skip };
 
 struct TrainingParams {
     std::string modelPath;     ///< folder with config.json, or a config.json; empty = built-in demo model
-    std::string dataPath;      ///< UTF-8 text corpus; empty = the bundled demo corpus
+    std::string dataPath;      ///< UTF-8 text corpus or JSONL (engine/train/dataset.h); empty = the bundled demo corpus
     std::string tokenizerPath; ///< tokenizer.model; empty = the model folder's, else one trained on the corpus
     std::string storePath;     ///< run database; empty = the setting, else the XDG default
     std::string runName;       ///< empty = derived from the model and corpus names
@@ -67,6 +67,7 @@ struct TrainingParams {
     std::string resumeFrom;     ///< a run's output folder or checkpoint folder to continue; empty = a new run
     int64_t resumeRunId = 0;    ///< the run the resumed steps are written to (set with resumeFrom)
     NonFinitePolicy nonFinite = NonFinitePolicy::Stop;
+    bool skipBadLines = false;  ///< a malformed JSONL line is skipped and counted instead of stopping the run
 
     /// The number of optimizer steps: `steps`, or what `epochs` gives for `sequences` training sequences.
     int64_t totalSteps(int64_t sequences) const;

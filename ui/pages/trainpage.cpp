@@ -7,6 +7,7 @@
 #include "ui/widgets/lossplot.h"
 
 #include <QDir>
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -259,6 +260,49 @@ QWidget *TrainPage::createSettingsBox()
     m_threadsSpin->setValue(std::min(defaultThreads(), engine::hardwareThreads()));
     m_threadsSpin->setToolTip(tr("CPU threads for the math (this machine has %1)").arg(engine::hardwareThreads()));
     form->addRow(tr("T&hreads:"), m_threadsSpin);
+
+    m_methodCombo = new QComboBox(box);
+    m_methodCombo->setObjectName(QStringLiteral("methodCombo"));
+    m_methodCombo->addItem(tr("Full fine-tuning"), QStringLiteral("full"));
+    m_methodCombo->addItem(tr("LoRA (adapters on a frozen base)"), QStringLiteral("lora"));
+    m_methodCombo->setToolTip(tr("LoRA trains small adapters and needs a model folder with weights"));
+    form->addRow(tr("M&ethod:"), m_methodCombo);
+    m_loraRankSpin = new QSpinBox(box);
+    m_loraRankSpin->setObjectName(QStringLiteral("loraRankSpin"));
+    m_loraRankSpin->setRange(1, 1024);
+    m_loraRankSpin->setValue(8);
+    m_loraRankSpin->setToolTip(tr("LoRA rank r; alpha is 2 r (scale 2)"));
+    form->addRow(tr("LoRA &rank:"), m_loraRankSpin);
+    m_loraTargetsEdit = new QLineEdit(QStringLiteral("q_proj,v_proj"), box);
+    m_loraTargetsEdit->setObjectName(QStringLiteral("loraTargetsEdit"));
+    m_loraTargetsEdit->setToolTip(tr("Modules to adapt: names as PEFT matches them (q_proj,v_proj) or a regex over the full "
+                                     "module name"));
+    form->addRow(tr("LoRA tar&gets:"), m_loraTargetsEdit);
+    auto syncMethod = [this] {
+        const bool lora = m_methodCombo->currentData().toString() == QStringLiteral("lora");
+        m_loraRankSpin->setEnabled(lora);
+        m_loraTargetsEdit->setEnabled(lora);
+    };
+    connect(m_methodCombo, &QComboBox::currentIndexChanged, this, syncMethod);
+    syncMethod();
+
+    m_valFractionSpin = new QDoubleSpinBox(box);
+    m_valFractionSpin->setObjectName(QStringLiteral("valFractionSpin"));
+    m_valFractionSpin->setRange(0, 0.5);
+    m_valFractionSpin->setSingleStep(0.05);
+    m_valFractionSpin->setDecimals(2);
+    m_valFractionSpin->setValue(0.05);
+    m_valFractionSpin->setToolTip(tr("Fraction of the data held out for eval loss and perplexity (0 = none); evaluated "
+                                     "ten times per run"));
+    form->addRow(tr("&Validation:"), m_valFractionSpin);
+    m_saveEverySpin = new QSpinBox(box);
+    m_saveEverySpin->setObjectName(QStringLiteral("saveEverySpin"));
+    m_saveEverySpin->setRange(0, 1'000'000);
+    m_saveEverySpin->setValue(0);
+    m_saveEverySpin->setSpecialValueText(tr("at stop only"));
+    m_saveEverySpin->setToolTip(tr("A checkpoint every N steps (one is always written when the run stops); "
+                                   "continue with tunebench train --resume RUN"));
+    form->addRow(tr("Check&points:"), m_saveEverySpin);
     return box;
 }
 
@@ -280,6 +324,8 @@ QWidget *TrainPage::createProgressBox()
     form->addRow(tr("Speed:"), m_speedValue);
     form->addRow(tr("Elapsed:"), m_elapsedValue);
     form->addRow(tr("Run:"), m_runValue);
+    m_evalValue = valueLabel(QStringLiteral("evalValue"), box);
+    form->addRow(tr("Eval loss:"), m_evalValue);
     return box;
 }
 
@@ -295,6 +341,15 @@ engine::train::TrainingParams TrainPage::params() const
     params.batchSize = m_batchSpin->value();
     params.sequenceLength = m_seqLenSpin->value();
     params.threads = m_threadsSpin->value();
+    if (m_methodCombo->currentData().toString() == QStringLiteral("lora")) {
+        params.method = engine::train::TrainingMethod::Lora;
+        params.lora.r = m_loraRankSpin->value();
+        params.lora.alpha = 2.0 * m_loraRankSpin->value();
+        params.lora.setTargetsFromText(m_loraTargetsEdit->text().trimmed().toStdString());
+    }
+    params.valFraction = m_valFractionSpin->value();
+    params.evalEvery = params.valFraction > 0 ? std::max<int64_t>(1, params.steps / 10) : 0;
+    params.saveEvery = m_saveEverySpin->value();
     return params;
 }
 
@@ -386,6 +441,10 @@ void TrainPage::onStepMetrics(const QList<engine::train::StepMetrics> &batch)
     m_gradNormValue->setText(formatNumber(last.gradNorm, 3));
     m_speedValue->setText(tr("%1 tokens/s").arg(QLocale().toString(last.tokensPerSecond, 'f', 0)));
     m_elapsedValue->setText(formatDuration(last.wallSeconds));
+    for (const engine::train::StepMetrics &m : batch) {
+        if (m.evaluated)
+            m_evalValue->setText(tr("%1 (perplexity %2) at step %3").arg(formatNumber(m.evalLoss)).arg(formatNumber(m.evalPerplexity, 4)).arg(m.step));
+    }
     Q_EMIT progressChanged(last.step, m_totalSteps, last.tokensPerSecond);
 }
 

@@ -10,6 +10,7 @@
 #include <QList>
 #include <QWidget>
 
+class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
@@ -88,6 +89,11 @@ private:
     QSpinBox *m_batchSpin = nullptr;
     QSpinBox *m_seqLenSpin = nullptr;
     QSpinBox *m_threadsSpin = nullptr;
+    QComboBox *m_methodCombo = nullptr;
+    QSpinBox *m_loraRankSpin = nullptr;
+    QLineEdit *m_loraTargetsEdit = nullptr;
+    QDoubleSpinBox *m_valFractionSpin = nullptr;
+    QSpinBox *m_saveEverySpin = nullptr;
     QPushButton *m_startButton = nullptr;
     QPushButton *m_pauseButton = nullptr;
     QPushButton *m_stopButton = nullptr;
@@ -99,6 +105,7 @@ private:
     QLabel *m_speedValue = nullptr;
     QLabel *m_elapsedValue = nullptr;
     QLabel *m_runValue = nullptr;
+    QLabel *m_evalValue = nullptr;
     LossPlot *m_plot = nullptr;
     QPlainTextEdit *m_log = nullptr;
 };

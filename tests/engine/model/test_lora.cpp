@@ -247,9 +247,10 @@ TEST(Lora, TargetsFollowPeftMatchingAndBadTargetsNameWhatExists)
     EXPECT_FALSE(engine::model::peftTargetMatches("model.layers.0.mlp.up_proj", s)) << "fullmatch, not search";
     // "proj" is no suffix part of "q_proj": PEFT matches whole dotted parts.
     expectError([&] { engine::model::resolveLoraTargets(model, settings({"proj"})); }, ErrorKind::InvalidInput,
-                "match no module of the model; its Linear modules are q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj");
-    expectError([&] { engine::model::resolveLoraTargets(model, settings({"lm_head"})); }, ErrorKind::InvalidInput,
-                "not decoder Linear layers: lm_head");
+                "match no module of the model; its Linear modules are q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj, lm_head");
+    expectError([&] { engine::model::resolveLoraTargets(model, settings({"embed_tokens"})); }, ErrorKind::InvalidInput,
+                "not Linear layers: model.embed_tokens");
+    EXPECT_EQ(engine::model::resolveLoraTargets(model, settings({"lm_head"})), (std::vector<std::string>{"lm_head"}));
     LoraSettings bad = settings();
     bad.setTargetsFromText("(q_proj");
     expectError([&] { engine::model::resolveLoraTargets(model, bad); }, ErrorKind::InvalidInput, "does not compile");

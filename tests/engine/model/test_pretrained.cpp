@@ -453,7 +453,7 @@ TEST(PeftLora, RefusesWhatItCannotApplyExactly)
     refused(patched(cfg, {{"target_modules", {"q_proj"}}}), lora, ErrorKind::InvalidInput,
             "does not name (PEFT never applies them): model.layers.1.self_attn.v_proj");
     refused(patched(cfg, {{"target_modules", {"embed_tokens"}}}), lora, ErrorKind::InvalidInput,
-            "not decoder Linear layers: model.embed_tokens");
+            "not Linear layers: model.embed_tokens");
     refused(patched(cfg, {{"peft_type", "PREFIX_TUNING"}}), lora, ErrorKind::InvalidInput, "peft_type");
     refused(patched(cfg, {{"r", 0}}), lora, ErrorKind::InvalidInput, "'r'");
     refused(patched(cfg, {{"lora_alpha", "eight"}}), lora, ErrorKind::InvalidInput, "lora_alpha");
