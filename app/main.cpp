@@ -62,11 +62,12 @@ int main(int argc, char **argv)
 
     if (argc == 1 || (argc == 2 && std::string_view(argv[1]) == "--demo")) {
         // No display (or a build without the GUI): the same demo, in the terminal.
-        std::fprintf(stderr, "tunebench: no display found; training the demo model in the terminal "
+        std::fprintf(stderr, "tunebench: no display found; running the demo in the terminal "
                              "(run `tunebench --help` for the commands)\n");
         static char trainWord[] = "train";
-        static char *demoArgv[] = {argv[0], trainWord, nullptr};
-        argc = 2;
+        static char demoWord[] = "--demo";
+        static char *demoArgv[] = {argv[0], trainWord, demoWord, nullptr};
+        argc = 3;
         argv = demoArgv;
     }
 

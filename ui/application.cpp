@@ -21,7 +21,7 @@ int runApplication(int &argc, char **argv, const ApplicationOptions &options)
     window.show();
     if (options.startDemo) {
         window.showPage(MainWindow::Page::Train);
-        window.trainPage()->useDemoCorpus();
+        window.trainPage()->useDemo();
         QTimer::singleShot(0, window.trainPage(), &TrainPage::start);
     }
     return QApplication::exec();

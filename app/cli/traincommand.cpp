@@ -5,6 +5,7 @@
 #include "app/cli/progressbar.h"
 
 #include "engine/core/error.h"
+#include "engine/core/paths.h"
 #include "engine/core/settings.h"
 #include "engine/model/deviceplacement.h"
 #include "engine/train/trainer.h"
@@ -93,6 +94,11 @@ public:
         m_command->add_option("--resume", m_resume,
                               "Continue run RUN (an id, or its output folder) from its newest checkpoint, with the "
                               "same settings; --steps may be raised");
+        m_command->add_option("--sample", p.samplePrompt, "Generate a greedy sample of this prompt before and after training");
+        m_command->add_option("--sample-tokens", p.sampleTokens, "New tokens of that sample")->capture_default_str();
+        m_command->add_flag("--demo", m_demo,
+                            "The demo: LoRA fine-tuning of the bundled base model (pretrained on Moby-Dick) on a Jargon "
+                            "File slice, eval loss every 25 steps, a sample before and after (flags given win)");
         m_command->add_flag("--preview", m_preview,
                             "Show what would be trained on (format, counts, truncation, the first rows) and exit");
         m_command->add_option("--bad-lines", m_badLines, "A malformed JSONL line stops the run or is skipped and counted")
@@ -106,6 +112,8 @@ public:
 
     int run() override
     {
+        if (m_demo)
+            applyDemo();
         engine::train::TrainingParams params = m_params;
         params.storePath = m_globals.storePath;
         try {
@@ -153,6 +161,37 @@ public:
     }
 
 private:
+    /// The demo's settings, except where the command line gave a value.
+    void applyDemo()
+    {
+        auto unset = [&](const char *flag) { return m_command->get_option(flag)->count() == 0; };
+        auto &p = m_params;
+        if (unset("--model"))
+            p.modelPath = engine::demoBaseModelPath().string();
+        if (unset("--data"))
+            p.dataPath = engine::demoFineTuneCorpusPath().string();
+        if (unset("--method"))
+            m_method = "lora";
+        if (unset("--lora-targets"))
+            m_loraTargets = "q_proj,k_proj,v_proj,o_proj";
+        if (unset("--lora-r"))
+            p.lora.r = 16;
+        if (unset("--lora-alpha"))
+            p.lora.alpha = 32;
+        if (unset("--steps"))
+            p.steps = 200;
+        if (unset("--lr"))
+            p.learningRate = 3e-3;
+        if (unset("--val-fraction") && unset("--eval-data"))
+            p.valFraction = 0.05;
+        if (unset("--eval-every"))
+            p.evalEvery = 25;
+        if (unset("--sample"))
+            p.samplePrompt = "A hacker is";
+        if (unset("--name"))
+            p.runName = "demo: LoRA of the Moby-Dick base on the Jargon File";
+    }
+
     int preview(const engine::train::TrainingParams &params)
     {
         engine::JobControl control;
@@ -232,6 +271,7 @@ private:
     std::string m_resume;
     std::string m_badLines = "stop";
     bool m_preview = false;
+    bool m_demo = false;
     bool m_quiet = false;
 };
 

@@ -38,5 +38,7 @@ std::filesystem::path resourcesDir()
 }
 
 std::filesystem::path demoCorpusPath() { return resourcesDir() / "demo" / "moby-dick.txt"; }
+std::filesystem::path demoBaseModelPath() { return resourcesDir() / "base"; }
+std::filesystem::path demoFineTuneCorpusPath() { return resourcesDir() / "demo" / "jargon.txt"; }
 
 } // namespace engine

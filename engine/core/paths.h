@@ -18,5 +18,9 @@ std::filesystem::path defaultStorePath();
 std::filesystem::path resourcesDir();
 /// The bundled demo corpus (public domain text) inside resourcesDir().
 std::filesystem::path demoCorpusPath();
+/// The bundled base model (the demo config pretrained on the demo corpus, resources/base).
+std::filesystem::path demoBaseModelPath();
+/// The demo's fine-tuning corpus (a public-domain Jargon File slice) inside resourcesDir().
+std::filesystem::path demoFineTuneCorpusPath();
 
 } // namespace engine

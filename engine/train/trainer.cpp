@@ -9,6 +9,7 @@
 #include "engine/model/llamaconfig.h"
 #include "engine/model/deviceplacement.h"
 #include "engine/model/dispatch.h"
+#include "engine/model/generation.h"
 #include "engine/model/llamamodel.h"
 #include "engine/model/pretrained.h"
 #include "engine/report/lossplot.h"
@@ -355,6 +356,46 @@ double evaluate(model::LlamaForCausalLM &model, const TrainingParams &params, co
     return lossSum / static_cast<double>(std::max<int64_t>(tokens, 1));
 }
 
+/// A greedy continuation of the sample prompt, logged and kept as a run event; the model goes back to training mode.
+void logSample(model::LlamaForCausalLM &model, const TrainingParams &params, const PreparedJob &job, TrainingObserver &observer,
+               store::RunStore &store, int64_t runId, const std::string &when, JobControl &control)
+{
+    if (params.samplePrompt.empty() || !job.tokenizer)
+        return;
+    const tokenize::SentencePieceTokenizer &tokenizer = job.tokenizer->tokenizer;
+    std::vector<int64_t> prompt;
+    if (tokenizer.bosId() >= 0)
+        prompt.push_back(tokenizer.bosId());
+    for (int id : tokenizer.encode(params.samplePrompt))
+        prompt.push_back(id);
+    model::GenerationOptions options;
+    options.maxNewTokens = std::min<int64_t>(params.sampleTokens, job.config.maxPositionEmbeddings - static_cast<int64_t>(prompt.size()));
+    if (options.maxNewTokens < 1)
+        return;
+    if (tokenizer.eosId() >= 0)
+        options.stopIds = {tokenizer.eosId()};
+    const model::GenerationResult result = model::generate(model, prompt, options, &control);
+    std::vector<int> ids;
+    for (int64_t id : result.tokens) {
+        if (id != tokenizer.eosId())
+            ids.push_back(static_cast<int>(id));
+    }
+    // Decoded with the prompt, so that the first new word gets its space; one line for the log.
+    std::vector<int> all;
+    for (int64_t id : prompt) {
+        if (id != tokenizer.bosId())
+            all.push_back(static_cast<int>(id));
+    }
+    all.insert(all.end(), ids.begin(), ids.end());
+    std::string sample = tokenizer.decode(all);
+    for (size_t at = sample.find('\n'); at != std::string::npos; at = sample.find('\n', at + 3))
+        sample.replace(at, 1, " / ");
+    const std::string text = "sample " + when + ": \"" + sample + "\"";
+    observer.onLog(LogLevel::Info, text);
+    store.addEvent(runId, LogLevel::Info, text);
+    model->train();
+}
+
 model::LlamaForCausalLM buildModel(const TrainingParams &params, const PreparedJob &job, TrainingObserver &observer)
 {
     model::LlamaForCausalLM model{nullptr};
@@ -456,6 +497,18 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
     const bool haveEval = job.evalSequences.defined();
     double lastEval = std::nan("");
 
+    if (!resume) {
+        if (haveEval) {
+            // Step 0: where the eval loss starts, so that the curve shows how far training moved it.
+            const double before = evaluate(model, params, job.evalSequences, job.evalLabels, device);
+            writer.addValue("eval/loss", 0, 0.0, before);
+            writer.addValue("eval/perplexity", 0, 0.0, std::exp(before));
+            observer.onLog(LogLevel::Info, "eval loss before training: " + formatDouble(before) + " (perplexity "
+                                               + formatDouble(std::exp(before)) + ")");
+        }
+        logSample(model, params, job, observer, store, runId, "before training", control);
+    }
+
     for (int64_t step = firstStep; step <= totalSteps; ++step) {
         if (control.paused()) {
             writer.flush();
@@ -550,6 +603,8 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
     writer.flush();
     // At stop (Ctrl+C, Stop) and at the end: the state after the last finished step.
     checkpoint(result.steps);
+    if (result.steps >= firstStep)
+        logSample(model, params, job, observer, store, runId, "after " + std::to_string(result.steps) + " steps", control);
     result.model = model;
     return result;
 }

@@ -77,6 +77,7 @@ void TrainingParams::validate() const
     requireRange<int64_t>("eval batches", evalBatches, 0, 100'000'000);
     requireRange<int64_t>("save every", saveEvery, 0, 100'000'000);
     requireRange<int64_t>("keep checkpoints", keepCheckpoints, 0, 1'000'000);
+    requireRange<int64_t>("sample tokens", sampleTokens, 1, 4096);
     if (!evalDataPath.empty() && valFraction > 0)
         throw invalidInput("give either an eval data file or a validation fraction, not both");
     if (method == TrainingMethod::Lora)
@@ -127,6 +128,7 @@ nlohmann::json TrainingParams::toJson() const
         {"keep_checkpoints", keepCheckpoints},
         {"on_non_finite_loss", nonFinite == NonFinitePolicy::Skip ? "skip" : "stop"},
         {"bad_lines", skipBadLines ? "skip" : "stop"},
+        {"sample_prompt", samplePrompt},
     };
 }
 

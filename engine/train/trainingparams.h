@@ -67,6 +67,8 @@ struct TrainingParams {
     std::string resumeFrom;     ///< a run's output folder or checkpoint folder to continue; empty = a new run
     int64_t resumeRunId = 0;    ///< the run the resumed steps are written to (set with resumeFrom)
     NonFinitePolicy nonFinite = NonFinitePolicy::Stop;
+    std::string samplePrompt;   ///< when set, a greedy sample of this prompt is generated before and after training
+    int64_t sampleTokens = 40;  ///< new tokens of that sample
     bool skipBadLines = false;  ///< a malformed JSONL line is skipped and counted instead of stopping the run
 
     /// The number of optimizer steps: `steps`, or what `epochs` gives for `sequences` training sequences.

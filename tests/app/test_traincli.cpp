@@ -175,7 +175,9 @@ TEST_F(TrainCliTest, LoraExportsScoreAsThePythonReferenceScoresBasePlusAdapter)
     EXPECT_NE(trained.out.find("eval loss:"), std::string::npos) << trained.out;
     const auto evalLoss = json::parse(run({"runs", "metrics", (dir() / "lora-run").string(), "--key", "eval/loss", "--json"},
                                           "eval").out)["eval/loss"];
-    EXPECT_EQ(evalLoss.size(), 3u) << "eval at steps 5, 10, 15";
+    ASSERT_EQ(evalLoss.size(), 4u) << "eval before training (step 0) and at steps 5, 10, 15";
+    EXPECT_EQ(evalLoss[0]["step"], 0);
+    EXPECT_LT(evalLoss[3]["value"].get<double>(), evalLoss[0]["value"].get<double>()) << "the eval loss fell";
 
     ASSERT_EQ(run({"export", "--run", (dir() / "lora-run").string(), "--peft", (dir() / "peft").string()}, "peft").exitCode, 0);
     ASSERT_EQ(run({"export", "--run", (dir() / "lora-run").string(), "--merged", (dir() / "merged").string()}, "merged").exitCode, 0);
@@ -238,4 +240,20 @@ TEST_F(TrainCliTest, LoraExportsScoreAsThePythonReferenceScoresBasePlusAdapter)
                                           "resume-other");
     EXPECT_EQ(resumeOther.exitCode, 1);
     EXPECT_NE(resumeOther.err.find("method = \"lora\", this run has \"full\""), std::string::npos) << resumeOther.err;
+}
+
+TEST_F(TrainCliTest, TheDemoFineTunesTheBundledBaseWithLoraAndShowsSamplesAndEvalLoss)
+{
+    const ProcessResult demo = run({"train", "--demo", "--steps", "6", "--eval-every", "3", "--threads", "1", "--output",
+                                    (dir() / "demo").string()},
+                                   "demo");
+    ASSERT_EQ(demo.exitCode, 0) << demo.err;
+    EXPECT_NE(demo.err.find("eval loss before training: "), std::string::npos) << demo.err;
+    EXPECT_NE(demo.err.find("sample before training: \"A hacker is"), std::string::npos) << demo.err;
+    EXPECT_NE(demo.err.find("sample after 6 steps: \"A hacker is"), std::string::npos) << demo.err;
+    EXPECT_NE(demo.err.find("LoRA r=16 on 16 modules"), std::string::npos) << demo.err;
+    EXPECT_TRUE(fs::exists(dir() / "demo" / "adapter" / "adapter_model.safetensors"));
+    const auto eval = json::parse(run({"runs", "metrics", (dir() / "demo").string(), "--key", "eval/loss", "--json"}, "demo-eval").out)["eval/loss"];
+    ASSERT_EQ(eval.size(), 3u) << "steps 0, 3 and 6";
+    EXPECT_LT(eval[2]["value"].get<double>(), eval[0]["value"].get<double>()) << "LoRA on the Jargon File lowers its eval loss";
 }

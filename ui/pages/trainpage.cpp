@@ -1,5 +1,7 @@
 #include "ui/pages/trainpage.h"
 
+#include "engine/core/paths.h"
+
 #include "app/bridge/enginebridge.h"
 #include "engine/core/error.h"
 #include "engine/core/settings.h"
@@ -162,6 +164,19 @@ TrainPage::~TrainPage() { saveFields(); }
 
 void TrainPage::useDemoCorpus() { m_corpusEdit->clear(); }
 
+void TrainPage::useDemo()
+{
+    m_modelEdit->setText(QString::fromStdString(engine::demoBaseModelPath().string()));
+    m_corpusEdit->setText(QString::fromStdString(engine::demoFineTuneCorpusPath().string()));
+    m_methodCombo->setCurrentIndex(m_methodCombo->findData(QStringLiteral("lora")));
+    m_loraRankSpin->setValue(16);
+    m_loraTargetsEdit->setText(QStringLiteral("q_proj,k_proj,v_proj,o_proj"));
+    m_stepsSpin->setValue(200);
+    m_lrSpin->setValue(0.003);
+    m_valFractionSpin->setValue(0.05);
+    m_sampleEdit->setText(QStringLiteral("A hacker is"));
+}
+
 void TrainPage::usePlan(const QString &modelPath, const engine::plan::Plan &plan)
 {
     m_placementModel = modelPath.trimmed();
@@ -303,6 +318,11 @@ QWidget *TrainPage::createSettingsBox()
     m_saveEverySpin->setToolTip(tr("A checkpoint every N steps (one is always written when the run stops); "
                                    "continue with tunebench train --resume RUN"));
     form->addRow(tr("Check&points:"), m_saveEverySpin);
+    m_sampleEdit = new QLineEdit(box);
+    m_sampleEdit->setObjectName(QStringLiteral("sampleEdit"));
+    m_sampleEdit->setPlaceholderText(tr("No sample"));
+    m_sampleEdit->setToolTip(tr("A prompt: the log shows its greedy continuation before and after training"));
+    form->addRow(tr("Sam&ple prompt:"), m_sampleEdit);
     return box;
 }
 
@@ -350,6 +370,7 @@ engine::train::TrainingParams TrainPage::params() const
     params.valFraction = m_valFractionSpin->value();
     params.evalEvery = params.valFraction > 0 ? std::max<int64_t>(1, params.steps / 10) : 0;
     params.saveEvery = m_saveEverySpin->value();
+    params.samplePrompt = m_sampleEdit->text().toStdString();
     return params;
 }
 

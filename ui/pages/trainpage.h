@@ -41,6 +41,8 @@ public:
 
     /// Points the corpus field back at the bundled demo corpus (the other settings are kept).
     void useDemoCorpus();
+    /// The demo: LoRA of the bundled base model on the Jargon File slice, with a sample prompt.
+    void useDemo();
     /// "Train with this plan" from the Plan page: the model folder, loaded onto the plan's devices.
     void usePlan(const QString &modelPath, const engine::plan::Plan &plan);
 
@@ -94,6 +96,7 @@ private:
     QLineEdit *m_loraTargetsEdit = nullptr;
     QDoubleSpinBox *m_valFractionSpin = nullptr;
     QSpinBox *m_saveEverySpin = nullptr;
+    QLineEdit *m_sampleEdit = nullptr;
     QPushButton *m_startButton = nullptr;
     QPushButton *m_pauseButton = nullptr;
     QPushButton *m_stopButton = nullptr;
