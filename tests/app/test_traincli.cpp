@@ -2,6 +2,7 @@
 // loss curve bit for bit, LoRA training exports a PEFT adapter and a merged model that score as the
 // independent Python reference scores base + adapter, and bad input gets one clear error each.
 
+#include "engine/store/runstore.h"
 #include "support/cliprocess.h"
 #include "support/tempdir.h"
 
@@ -47,11 +48,12 @@ protected:
         return testing_support::runProcess(TUNEBENCH_CLI, args, dir(), tag);
     }
 
-    /// The same training command for every run of the resume test: 300 steps of the tiny model.
+    /// The same training command for every run of the resume test: 2000 steps of the tiny model, long enough
+/// (several seconds even on a fast machine) for the interruptions to land mid-run.
     static std::vector<std::string> trainArgs(const std::string &output, std::vector<std::string> extra = {})
     {
         std::vector<std::string> args = {"train", "--model", (dir() / "tiny").string(), "--data", (dir() / "corpus.txt").string(),
-                                         "--steps", "300", "--batch-size", "2", "--seq-len", "32", "--threads", "1",
+                                         "--steps", "2000", "--batch-size", "2", "--seq-len", "32", "--threads", "1",
                                          "--lr", "0.01", "--seed", "5", "--output", (dir() / output).string()};
         args.insert(args.end(), extra.begin(), extra.end());
         return args;
@@ -65,14 +67,27 @@ protected:
     }
     static ProcessResult run_(std::vector<std::string> args, const std::string &tag) { return run(std::move(args), tag); }
 
+    /// Loss values the run writing into `folder` has committed (read from the store directly: cheap to poll).
     static int storedSteps(const std::string &folder)
     {
-        if (!fs::exists(fs::path(folder) / "run.json"))
+        const fs::path marker = fs::path(folder) / "run.json";
+        if (!fs::exists(marker))
             return 0;
-        const ProcessResult r = run({"runs", "metrics", folder, "--key", "loss", "--json"}, "poll");
-        if (r.exitCode != 0)
+        try {
+            const int64_t id = json::parse(slurpFile(marker)).at("run_id").get<int64_t>();
+            auto store = engine::store::RunStore::open(db());
+            return static_cast<int>(store.metric(id, "train/loss").size());
+        } catch (...) {
             return 0;
-        return static_cast<int>(json::parse(r.out, nullptr, false).value("loss", json::array()).size());
+        }
+    }
+
+    static std::string slurpFile(const fs::path &path)
+    {
+        std::ifstream in(path);
+        std::stringstream s;
+        s << in.rdbuf();
+        return s.str();
     }
 
     /// Starts a run, waits until at least `steps` steps are stored, sends `signal`.
@@ -83,7 +98,7 @@ protected:
         const auto child = testing_support::spawnProcess(TUNEBENCH_CLI, full, dir(), "interrupted-" + std::to_string(signal));
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
         while (storedSteps((dir() / folder).string()) < steps && std::chrono::steady_clock::now() < deadline)
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
         ::kill(child.pid, signal);
         return testing_support::finishProcess(child);
     }
@@ -118,7 +133,7 @@ TEST_F(TrainCliTest, CtrlCOrKillThenResumeGivesTheUninterruptedCurveBitForBit)
     const ProcessResult straight = run(trainArgs("straight"), "straight");
     ASSERT_EQ(straight.exitCode, 0) << straight.err;
     const auto expected = losses((dir() / "straight").string());
-    ASSERT_EQ(expected.size(), 300u);
+    ASSERT_EQ(expected.size(), 2000u);
 
     // A real Ctrl+C: the run stops after a step, writes a checkpoint there, and --resume continues it.
     const ProcessResult stopped = interrupted(trainArgs("stopped"), "stopped", 12, SIGINT);
@@ -139,7 +154,7 @@ TEST_F(TrainCliTest, CtrlCOrKillThenResumeGivesTheUninterruptedCurveBitForBit)
         EXPECT_EQ(entry.path().filename().string().find(".partial"), std::string::npos) << entry.path();
 
     // Resuming with another method or batch size is refused by name; a finished run has nothing to resume.
-    const ProcessResult other = run(trainArgs("stopped", {"--resume", (dir() / "stopped").string(), "--steps", "310",
+    const ProcessResult other = run(trainArgs("stopped", {"--resume", (dir() / "stopped").string(), "--steps", "2010",
                                                           "--batch-size", "4"}), "other");
     EXPECT_EQ(other.exitCode, 1);
     EXPECT_NE(other.err.find("batch_size = 2, this run has 4"), std::string::npos) << other.err;

@@ -72,6 +72,19 @@ protected:
         return p;
     }
 
+    /// A model folder with weights and a tokenizer to fine-tune: the tiny config trained `steps` steps.
+    std::string trainBase(const std::string &db, int64_t steps) const
+    {
+        engine::JobControl control;
+        RecordingObserver observer;
+        TrainingParams params = tinyParams(db);
+        params.steps = steps;
+        params.warmupSteps = 0;
+        const auto outcome = engine::train::runTraining(params, control, observer);
+        EXPECT_EQ(outcome.status, JobStatus::Succeeded) << (outcome.error ? outcome.error->message : "");
+        return outcome.modelPath;
+    }
+
     static testing_support::TempDir *s_dir;
 };
 
@@ -330,16 +343,12 @@ TEST_F(TrainerTest, GradientClippingBoundsTheUpdate)
 TEST_F(TrainerTest, LoraWithDropoutResumesBitForBitAndKeepsTheBaseFolderUntouched)
 {
     engine::JobControl control;
-    RecordingObserver seed;
-    TrainingParams first = tinyParams("lora-base.sqlite3");
-    first.steps = 3;
-    first.warmupSteps = 0;
-    const auto base = engine::train::runTraining(first, control, seed);
-    ASSERT_EQ(base.status, JobStatus::Succeeded);
-    const std::string baseBytes = slurp(fs::path(base.modelPath) / "model.safetensors");
+    const std::string baseModel = trainBase("lora-base.sqlite3", 3);
+    ASSERT_FALSE(baseModel.empty());
+    const std::string baseBytes = slurp(fs::path(baseModel) / "model.safetensors");
 
     TrainingParams lora = tinyParams("lora.sqlite3");
-    lora.modelPath = base.modelPath;
+    lora.modelPath = baseModel;
     lora.method = engine::train::TrainingMethod::Lora;
     lora.lora.dropout = 0.3; // draws from the generator: the resume must restore it
     lora.lora.targets = {"q_proj", "v_proj", "gate_proj"};
@@ -351,7 +360,7 @@ TEST_F(TrainerTest, LoraWithDropoutResumesBitForBitAndKeepsTheBaseFolderUntouche
     EXPECT_FALSE(whole.adapterPath.empty());
     EXPECT_TRUE(whole.modelPath.empty());
     EXPECT_TRUE(fs::exists(fs::path(whole.adapterPath) / "adapter_model.safetensors"));
-    EXPECT_EQ(slurp(fs::path(base.modelPath) / "model.safetensors"), baseBytes) << "the base model is never written";
+    EXPECT_EQ(slurp(fs::path(baseModel) / "model.safetensors"), baseBytes) << "the base model is never written";
 
     lora.outputDir = (s_dir->path() / "out-lora-stopped").string();
     lora.saveEvery = 4;
@@ -398,21 +407,17 @@ TEST_F(TrainerTest, LoraWithDropoutResumesBitForBitAndKeepsTheBaseFolderUntouche
 TEST_F(TrainerTest, ANonFiniteLossStopsTheRunOrSkipsTheStep)
 {
     engine::JobControl control;
-    RecordingObserver seed;
-    TrainingParams first = tinyParams("nan-base.sqlite3");
-    first.steps = 1;
-    first.warmupSteps = 0;
-    const auto base = engine::train::runTraining(first, control, seed);
-    ASSERT_EQ(base.status, JobStatus::Succeeded);
+    const std::string baseModel = trainBase("nan-base.sqlite3", 1);
+    ASSERT_FALSE(baseModel.empty());
     // One NaN in the norm of the last layer poisons every logit.
     const fs::path poisoned = s_dir->path() / "poisoned";
     fs::create_directories(poisoned);
     {
-        auto model = engine::model::loadPretrained(base.modelPath);
+        auto model = engine::model::loadPretrained(baseModel);
         torch::NoGradGuard noGrad;
         model->model->norm->weight[3] = std::nan("");
         engine::model::savePretrained(model, poisoned);
-        fs::copy_file(fs::path(base.modelPath) / "tokenizer.model", poisoned / "tokenizer.model");
+        fs::copy_file(fs::path(baseModel) / "tokenizer.model", poisoned / "tokenizer.model");
     }
     TrainingParams params = tinyParams("nan.sqlite3");
     params.modelPath = poisoned.string();
