@@ -93,15 +93,31 @@ StagedFolder::~StagedFolder()
     }
 }
 
-void StagedFolder::commit()
+void StagedFolder::commit(bool replace)
 {
     syncFolder(m_staging);
-    if (std::filesystem::exists(m_target))
-        throw ioError("cannot write " + m_target.string() + ": it exists");
-    if (::rename(m_staging.c_str(), m_target.c_str()) != 0)
-        throw ioError("cannot write " + m_target.string() + ": " + errnoText());
+    std::filesystem::path aside;
+    if (std::filesystem::exists(m_target)) {
+        if (!replace)
+            throw ioError("cannot write " + m_target.string() + ": it exists");
+        aside = m_staging.string() + ".old";
+        std::error_code ec;
+        std::filesystem::remove_all(aside, ec);
+        if (::rename(m_target.c_str(), aside.c_str()) != 0)
+            throw ioError("cannot replace " + m_target.string() + ": " + errnoText());
+    }
+    if (::rename(m_staging.c_str(), m_target.c_str()) != 0) {
+        const std::string reason = errnoText();
+        if (!aside.empty())
+            ::rename(aside.c_str(), m_target.c_str()); // put the old one back
+        throw ioError("cannot write " + m_target.string() + ": " + reason);
+    }
     m_committed = true;
     syncFolder(m_target.parent_path().empty() ? "." : m_target.parent_path());
+    if (!aside.empty()) {
+        std::error_code ec;
+        std::filesystem::remove_all(aside, ec);
+    }
 }
 
 std::string readFile(const std::filesystem::path &path)

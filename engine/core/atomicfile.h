@@ -22,8 +22,9 @@ public:
 
     /// Where to write the files.
     const std::filesystem::path &path() const { return m_staging; }
-    /// Publishes the folder as `target`. Throws Error(Io) naming the target.
-    void commit();
+    /// Publishes the folder as `target`. Throws Error(Io) naming the target. With `replace`, an existing
+    /// target is moved aside first and removed only once the new folder is in place.
+    void commit(bool replace = false);
 
 private:
     std::filesystem::path m_target;

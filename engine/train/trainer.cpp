@@ -624,8 +624,6 @@ void saveTrained(const TrainingParams &params, TrainingOutcome &outcome, model::
     const bool lora = params.method == TrainingMethod::Lora;
     const std::filesystem::path dir = outputDir / (lora ? "adapter" : "model");
     try {
-        std::error_code ec;
-        std::filesystem::remove_all(dir, ec); // a resumed run replaces what its earlier part saved
         StagedFolder staged(dir);
         if (lora) {
             model::savePeftAdapter(model, params.lora, std::filesystem::absolute(job.weightsFolder).string(), staged.path());
@@ -634,7 +632,7 @@ void saveTrained(const TrainingParams &params, TrainingOutcome &outcome, model::
         }
         if (!job.tokenizerPath.empty())
             writeFileAtomically(staged.path() / "tokenizer.model", readFile(job.tokenizerPath));
-        staged.commit();
+        staged.commit(/*replace=*/true); // a resumed run replaces what its earlier part saved, once the new one is whole
         store.addArtifact(outcome.runId, lora ? "adapter" : "model", dir.string());
         (lora ? outcome.adapterPath : outcome.modelPath) = dir.string();
     } catch (const std::exception &e) {
