@@ -293,13 +293,7 @@ QWidget *TrainPage::createSettingsBox()
     m_loraTargetsEdit->setToolTip(tr("Modules to adapt: names as PEFT matches them (q_proj,v_proj) or a regex over the full "
                                      "module name"));
     form->addRow(tr("LoRA tar&gets:"), m_loraTargetsEdit);
-    auto syncMethod = [this] {
-        const bool lora = m_methodCombo->currentData().toString() == QStringLiteral("lora");
-        m_loraRankSpin->setEnabled(lora);
-        m_loraTargetsEdit->setEnabled(lora);
-    };
-    connect(m_methodCombo, &QComboBox::currentIndexChanged, this, syncMethod);
-    syncMethod();
+    connect(m_methodCombo, &QComboBox::currentIndexChanged, this, [this] { updateControls(); });
 
     m_valFractionSpin = new QDoubleSpinBox(box);
     m_valFractionSpin->setObjectName(QStringLiteral("valFractionSpin"));
@@ -515,8 +509,13 @@ void TrainPage::updateControls()
     m_pauseButton->setEnabled(busy && !cancelling);
     m_stopButton->setEnabled(busy && !cancelling);
     m_pauseButton->setText(m_bridge.isPaused() ? tr("&Resume") : tr("&Pause"));
-    for (QWidget *field : std::initializer_list<QWidget *>{m_corpusEdit, m_browseButton, m_stepsSpin, m_lrSpin, m_batchSpin, m_seqLenSpin, m_threadsSpin})
+    for (QWidget *field : std::initializer_list<QWidget *>{m_modelEdit, m_corpusEdit, m_browseButton, m_stepsSpin, m_lrSpin,
+                                                           m_batchSpin, m_seqLenSpin, m_threadsSpin, m_methodCombo,
+                                                           m_valFractionSpin, m_saveEverySpin, m_sampleEdit})
         field->setEnabled(!busy);
+    const bool lora = m_methodCombo->currentData().toString() == QStringLiteral("lora");
+    m_loraRankSpin->setEnabled(!busy && lora);
+    m_loraTargetsEdit->setEnabled(!busy && lora);
 }
 
 void TrainPage::setState(const QString &state)
