@@ -89,6 +89,8 @@ public:
             ->check(CLI::ExistingFile);
         m_command->add_option("--val-fraction", p.valFraction, "Hold out this fraction of the data for eval");
         m_command->add_option("--eval-every", p.evalEvery, "Evaluate every N steps (and at the end)");
+        m_command->add_option("--eval-batches", p.evalBatches, "Batches per evaluation (0 = the whole eval set)")
+            ->capture_default_str();
         m_command->add_option("--save-every", p.saveEvery, "Write a checkpoint every N steps (one is also written at stop)");
         m_command->add_option("--keep", p.keepCheckpoints, "Keep the last K checkpoints (0 = all)")->capture_default_str();
         m_command->add_option("--resume", m_resume,

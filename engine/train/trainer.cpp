@@ -576,6 +576,8 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
             optimizer->step(lr);
         }
 
+        // The step's time and speed leave the evaluation out: it is not training work.
+        const double stepSeconds = secondsSince(stepStart);
         if (haveEval && ((params.evalEvery > 0 && step % params.evalEvery == 0) || step == totalSteps)) {
             lastEval = evaluate(model, params, job.evalSequences, job.evalLabels, device);
             metrics.evaluated = true;
@@ -584,7 +586,6 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
             result.lastEvalLoss = lastEval;
         }
 
-        const double stepSeconds = secondsSince(stepStart);
         smoothedStepSeconds = step == firstStep ? stepSeconds : 0.8 * smoothedStepSeconds + 0.2 * stepSeconds;
         metrics.tokensPerSecond = tokensPerStep / std::max(stepSeconds, 1e-9);
         metrics.stepSeconds = stepSeconds;

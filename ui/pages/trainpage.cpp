@@ -363,6 +363,7 @@ engine::train::TrainingParams TrainPage::params() const
     }
     params.valFraction = m_valFractionSpin->value();
     params.evalEvery = params.valFraction > 0 ? std::max<int64_t>(1, params.steps / 10) : 0;
+    params.evalBatches = 16; // a held-out slice of a large corpus would otherwise cost more than the training
     params.saveEvery = m_saveEverySpin->value();
     params.samplePrompt = m_sampleEdit->text().toStdString();
     return params;
