@@ -4,6 +4,7 @@
 
 #include "engine/core/error.h"
 #include "engine/core/settings.h"
+#include "engine/core/textutil.h"
 #include "engine/store/runstore.h"
 #include "engine/train/trainer.h"
 
@@ -166,9 +167,7 @@ private:
                 }
             }
             if (found.empty()) {
-                std::string list;
-                for (const auto &k : stored)
-                    list += (list.empty() ? "" : ", ") + k;
+                const std::string list = engine::joined(stored);
                 std::fprintf(stderr, "tunebench: run %lld has no metric '%s' (it has: %s)\n", static_cast<long long>(id),
                              asked.c_str(), list.empty() ? "none" : list.c_str());
                 return ExitFailed;

@@ -2,6 +2,7 @@
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
+#include "engine/core/textutil.h"
 #include "engine/io/safetensorsfile.h"
 #include "engine/model/pretrained.h"
 
@@ -14,14 +15,6 @@
 
 namespace engine::model {
 namespace {
-
-std::string joined(const std::vector<std::string> &items, const std::string &separator = ", ")
-{
-    std::string text;
-    for (const auto &item : items)
-        text += (text.empty() ? "" : separator) + item;
-    return text;
-}
 
 std::string lastPart(const std::string &name)
 {
@@ -137,22 +130,36 @@ bool hasLora(LlamaForCausalLM &model)
     return false;
 }
 
-std::vector<std::pair<std::string, torch::Tensor>> peftAdapterTensors(LlamaForCausalLM &model,
-                                                                       const LoraSettings &settings)
+namespace {
+
+/// The adapter's live parameters under PEFT's names (A/B of each branch, then the modules_to_save
+/// parameters), in file order: what is saved, and what a load must fill.
+std::vector<std::pair<std::string, torch::Tensor>> adapterParameters(LlamaForCausalLM &model, const LoraSettings &settings)
 {
-    std::vector<std::pair<std::string, torch::Tensor>> tensors;
+    std::vector<std::pair<std::string, torch::Tensor>> parameters;
     for (const auto &site : model->linearSites()) {
         if (!site.lora->attached())
             continue;
-        tensors.emplace_back(kPrefix + site.name + ".lora_A.weight", site.lora->a->weight.detach().to(torch::kCPU));
-        tensors.emplace_back(kPrefix + site.name + ".lora_B.weight", site.lora->b->weight.detach().to(torch::kCPU));
+        parameters.emplace_back(kPrefix + site.name + ".lora_A.weight", site.lora->a->weight);
+        parameters.emplace_back(kPrefix + site.name + ".lora_B.weight", site.lora->b->weight);
     }
     for (const auto &item : model->named_modules("", /*include_self=*/false)) {
         if (!isModuleToSave(item.key(), settings))
             continue;
         for (const auto &parameter : item.value()->named_parameters(/*recurse=*/true))
-            tensors.emplace_back(kPrefix + item.key() + "." + parameter.key(), parameter.value().detach().to(torch::kCPU));
+            parameters.emplace_back(kPrefix + item.key() + "." + parameter.key(), parameter.value());
     }
+    return parameters;
+}
+
+} // namespace
+
+std::vector<std::pair<std::string, torch::Tensor>> peftAdapterTensors(LlamaForCausalLM &model,
+                                                                       const LoraSettings &settings)
+{
+    std::vector<std::pair<std::string, torch::Tensor>> tensors = adapterParameters(model, settings);
+    for (auto &item : tensors)
+        item.second = item.second.detach().to(torch::kCPU);
     return tensors;
 }
 
@@ -171,20 +178,9 @@ void savePeftAdapter(LlamaForCausalLM &model, const LoraSettings &settings, cons
 void loadPeftAdapterTensors(LlamaForCausalLM &model, const LoraSettings &settings,
                             const std::map<std::string, torch::Tensor> &tensors, const std::string &source)
 {
-    const auto expected = peftAdapterTensors(model, settings);
     std::map<std::string, torch::Tensor> targets;
-    for (const auto &site : model->linearSites()) {
-        if (!site.lora->attached())
-            continue;
-        targets[kPrefix + site.name + ".lora_A.weight"] = site.lora->a->weight;
-        targets[kPrefix + site.name + ".lora_B.weight"] = site.lora->b->weight;
-    }
-    for (const auto &item : model->named_modules("", false)) {
-        if (!isModuleToSave(item.key(), settings))
-            continue;
-        for (const auto &parameter : item.value()->named_parameters(true))
-            targets[kPrefix + item.key() + "." + parameter.key()] = parameter.value();
-    }
+    for (auto &[name, parameter] : adapterParameters(model, settings))
+        targets[name] = parameter;
     for (const auto &[name, target] : targets) {
         auto it = tensors.find(name);
         if (it == tensors.end())

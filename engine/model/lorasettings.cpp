@@ -1,6 +1,7 @@
 #include "engine/model/lorasettings.h"
 
 #include "engine/core/error.h"
+#include "engine/core/textutil.h"
 
 #include <nlohmann/json.hpp>
 
@@ -10,16 +11,11 @@
 namespace engine::model {
 namespace {
 
-bool endsWith(const std::string &text, const std::string &suffix)
-{
-    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // PEFT's list matching: the full name, or its last dotted parts.
 bool listMatches(const std::string &name, const std::vector<std::string> &entries)
 {
     for (const auto &entry : entries) {
-        if (name == entry || endsWith(name, "." + entry))
+        if (name == entry || name.ends_with("." + entry))
             return true;
     }
     return false;
@@ -65,11 +61,9 @@ void LoraSettings::setTargetsFromText(const std::string &text)
         size_t end = text.find(',', pos);
         if (end == std::string::npos)
             end = text.size();
-        std::string item = text.substr(pos, end - pos);
-        item.erase(0, item.find_first_not_of(" \t"));
-        item.erase(item.find_last_not_of(" \t") + 1);
+        const std::string_view item = trimWhitespace(std::string_view(text).substr(pos, end - pos));
         if (!item.empty())
-            targets.push_back(item);
+            targets.emplace_back(item);
         pos = end + 1;
     }
 }

@@ -4,6 +4,7 @@
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
+#include "engine/core/textutil.h"
 #include "engine/io/pytorchbin.h"
 #include "engine/io/safetensorsfile.h"
 #include "engine/io/shardindex.h"
@@ -185,11 +186,9 @@ int applyPeftLoraAdapter(LlamaForCausalLM &model, const fs::path &adapterFolder)
         }
     }
     if (!untargeted.empty()) {
-        std::string list;
-        for (const auto &module : untargeted)
-            list += (list.empty() ? "" : ", ") + module;
         throw invalidInput(weightsPath.string() + ": holds LoRA weights for modules that target_modules "
-                           + settings.targetModulesJson().dump() + " does not name (PEFT never applies them): " + list);
+                           + settings.targetModulesJson().dump() + " does not name (PEFT never applies them): "
+                           + joined(untargeted));
     }
     if (pairs.empty())
         throw invalidInput(weightsPath.string() + ": holds no LoRA weights");

@@ -495,7 +495,6 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
     };
     const double tokensPerStep = static_cast<double>(params.batchSize * params.gradAccumulation * params.sequenceLength);
     const bool haveEval = job.evalSequences.defined();
-    double lastEval = std::nan("");
 
     if (!resume) {
         if (haveEval) {
@@ -579,11 +578,10 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
         // The step's time and speed leave the evaluation out: it is not training work.
         const double stepSeconds = secondsSince(stepStart);
         if (haveEval && ((params.evalEvery > 0 && step % params.evalEvery == 0) || step == totalSteps)) {
-            lastEval = evaluate(model, params, job.evalSequences, job.evalLabels, device);
             metrics.evaluated = true;
-            metrics.evalLoss = lastEval;
-            metrics.evalPerplexity = std::exp(lastEval);
-            result.lastEvalLoss = lastEval;
+            metrics.evalLoss = evaluate(model, params, job.evalSequences, job.evalLabels, device);
+            metrics.evalPerplexity = std::exp(metrics.evalLoss);
+            result.lastEvalLoss = metrics.evalLoss;
         }
 
         smoothedStepSeconds = step == firstStep ? stepSeconds : 0.8 * smoothedStepSeconds + 0.2 * stepSeconds;
