@@ -2,7 +2,10 @@
 
 #include "app/cli/command.h"
 
+#include "engine/core/settings.h"
 #include "engine/core/systeminfo.h"
+
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -24,10 +27,31 @@ bool displayAvailable()
     return false;
 }
 
+/// The blas_core_type setting (`tunebench doctor --use-blas-core`): OpenBLAS reads OPENBLAS_CORETYPE
+/// only when it loads, before main, so the process starts again with it set. An environment that
+/// already sets it wins. A settings file that cannot be read is left to the command to report.
+void applyBlasCoreSetting(char **argv)
+{
+    if (std::getenv("OPENBLAS_CORETYPE"))
+        return;
+    std::string core;
+    try {
+        core = engine::loadSettings().blasCoreType;
+    } catch (...) {
+        return;
+    }
+    if (core.empty())
+        return;
+    setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+    execv("/proc/self/exe", argv);
+    // exec failed: carry on with the kernels OpenBLAS chose (doctor shows which).
+}
+
 } // namespace
 
 int main(int argc, char **argv)
 {
+    applyBlasCoreSetting(argv);
 #ifdef TUNEBENCH_WITH_GUI
     // `tunebench` opens the GUI; `tunebench --demo` opens it and starts training the demo.
     const bool demo = argc == 2 && std::string_view(argv[1]) == "--demo";

@@ -38,6 +38,11 @@ Settings loadSettings(const std::filesystem::path &path)
             throw invalidInput(path.string() + ": \"store_path\" must be a string");
         settings.storePath = it->get<std::string>();
     }
+    if (auto it = json.find("blas_core_type"); it != json.end()) {
+        if (!it->is_string())
+            throw invalidInput(path.string() + ": \"blas_core_type\" must be a string (an OpenBLAS core name such as SkylakeX)");
+        settings.blasCoreType = it->get<std::string>();
+    }
     if (auto it = json.find("threads"); it != json.end()) {
         if (!it->is_number_integer() || it->get<int>() < 0)
             throw invalidInput(path.string() + ": \"threads\" must be a non-negative integer (0 = all cores)");
@@ -49,6 +54,8 @@ Settings loadSettings(const std::filesystem::path &path)
 void saveSettings(const Settings &settings, const std::filesystem::path &path)
 {
     nlohmann::json json = {{"store_path", settings.storePath}, {"threads", settings.threads}};
+    if (!settings.blasCoreType.empty())
+        json["blas_core_type"] = settings.blasCoreType;
     writeFileAtomically(path, json.dump(2) + "\n");
 }
 

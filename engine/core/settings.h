@@ -10,6 +10,9 @@ namespace engine {
 struct Settings {
     std::string storePath; ///< run database; empty = defaultStorePath()
     int threads = 0;       ///< libtorch threads; 0 = all cores
+    /// OpenBLAS kernels to use (OPENBLAS_CORETYPE, e.g. "SkylakeX"), set by `tunebench doctor
+    /// --use-blas-core` after it checked them on this CPU; empty = OpenBLAS's own choice.
+    std::string blasCoreType;
 
     /// The store path in effect: storePath, or the default.
     std::filesystem::path effectiveStorePath() const;

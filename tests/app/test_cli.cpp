@@ -5,6 +5,8 @@
 #include "support/tempdir.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
@@ -129,6 +131,59 @@ TEST_F(CliTest, DoctorAndVersionNameTheLibtorchInUse)
     const ProcessResult text = run({"doctor"}, "doctor-text");
     EXPECT_EQ(text.exitCode, 0);
     EXPECT_NE(text.out.find("libtorch  "), std::string::npos) << text.out;
+}
+
+TEST_F(CliTest, DoctorMeasuresTheMatmulRateAndKeepsBlasKernelsOnlyWhenAsked)
+{
+    const ProcessResult doctor = run({"doctor", "--json"}, "doctor-matmul");
+    ASSERT_EQ(doctor.exitCode, 0) << doctor.err;
+    const nlohmann::json info = nlohmann::json::parse(doctor.out);
+    ASSERT_TRUE(info.contains("matmul")) << doctor.out;
+    EXPECT_GT(info["matmul"]["gflops"].get<double>(), 0.1);
+    EXPECT_TRUE(info["matmul"]["correct"].get<bool>()) << info["matmul"].dump();
+    EXPECT_GT(info["matmul"]["cpu_peak_gflops"].get<double>(), 0);
+    EXPECT_EQ(info["blas_core_setting"], "");
+    const ProcessResult quick = run({"doctor", "--json", "--no-matmul"}, "doctor-quick");
+    ASSERT_EQ(quick.exitCode, 0) << quick.err;
+    EXPECT_FALSE(nlohmann::json::parse(quick.out).contains("matmul"));
+
+    const ProcessResult bad = run({"doctor", "--try-blas-core", "Skylake;rm"}, "doctor-bad-core");
+    EXPECT_NE(bad.exitCode, 0);
+    EXPECT_NE(bad.err.find("OpenBLAS core name"), std::string::npos) << bad.err;
+
+    if (!info["openblas"]["found"].get<bool>())
+        GTEST_SKIP() << "libtorch's BLAS here is not OpenBLAS: no core type to set";
+    // An OPENBLAS_CORETYPE in the environment wins over the setting: the commands below run without it.
+    std::string inherited;
+    if (const char *value = std::getenv("OPENBLAS_CORETYPE"))
+        inherited = value;
+    unsetenv("OPENBLAS_CORETYPE");
+    struct Restore {
+        std::string value;
+        ~Restore()
+        {
+            if (!value.empty())
+                setenv("OPENBLAS_CORETYPE", value.c_str(), 1);
+        }
+    } restore{inherited};
+    // Prescott, OpenBLAS's generic x86-64 kernels, runs on every x86-64 CPU; a fresh process must use them
+    // once the setting names them, and stop once it is cleared.
+    const ProcessResult tried = run({"doctor", "--try-blas-core", "Prescott"}, "doctor-try");
+    ASSERT_EQ(tried.exitCode, 0) << tried.err;
+    EXPECT_NE(tried.out.find("Prescott kernels: "), std::string::npos) << tried.out;
+    EXPECT_NE(tried.out.find("results correct"), std::string::npos) << tried.out;
+    EXPECT_EQ(nlohmann::json::parse(run({"doctor", "--json", "--no-matmul"}, "doctor-unchanged").out)["blas_core_setting"], "")
+        << "--try-blas-core changed the setting";
+
+    ASSERT_EQ(run({"doctor", "--use-blas-core", "Prescott"}, "doctor-use").exitCode, 0);
+    const nlohmann::json kept = nlohmann::json::parse(run({"doctor", "--json", "--no-matmul"}, "doctor-kept").out);
+    EXPECT_EQ(kept["blas_core_setting"], "Prescott");
+    EXPECT_EQ(kept["openblas"]["openblas_coretype"], "Prescott") << "the process did not start with the setting";
+    EXPECT_EQ(kept["openblas"]["core"], "Prescott");
+    ASSERT_EQ(run({"doctor", "--use-blas-core", "off"}, "doctor-off").exitCode, 0);
+    const nlohmann::json cleared = nlohmann::json::parse(run({"doctor", "--json", "--no-matmul"}, "doctor-cleared").out);
+    EXPECT_EQ(cleared["blas_core_setting"], "");
+    EXPECT_EQ(cleared["openblas"]["openblas_coretype"], "");
 }
 
 TEST_F(CliTest, BadSettingsGiveOneClearMessageAndNoRun)
