@@ -1,10 +1,18 @@
-// Training throughput of the engine's LLaMA model: the same step as bench/train_step_bench.py
-// (forward, cross-entropy, backward, clip, AdamW) on random tokens. Prints one JSON line.
+// Training throughput of the engine: the step `tunebench train` runs (forward, summed cross-entropy over
+// the tokens, backward, clipping by global norm, the engine's AdamW with decay on matrices only), on
+// random tokens, for full fine-tuning or LoRA, on the demo model's config or a ~30 M-parameter one.
+// The same step in Python is bench/train_step_bench.py. Prints one JSON line, with the fp32 matmul
+// rate measured in the same process for the model FLOPs utilisation.
 //   usage: train_step_bench [--steps N] [--warmup N] [--batch B] [--seq T] [--threads N]
+//                           [--config demo|30m] [--method full|lora] [--lora-r R]
 
+#include "engine/core/blascheck.h"
 #include "engine/core/threads.h"
 #include "engine/model/llamaconfig.h"
 #include "engine/model/llamamodel.h"
+#include "engine/model/lora.h"
+#include "engine/train/gradientclip.h"
+#include "engine/train/optimizer.h"
 
 #include <torch/torch.h>
 
@@ -12,37 +20,80 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+
+namespace {
+
+/// ~30 M parameters: 8 layers of width 512 (the second size), vocabulary 8192, tied.
+engine::model::LlamaConfig config30m()
+{
+    engine::model::LlamaConfig c = engine::model::demoConfig();
+    c.vocabSize = 8192;
+    c.hiddenSize = 512;
+    c.intermediateSize = 1376;
+    c.numHiddenLayers = 8;
+    c.numAttentionHeads = 8;
+    c.numKeyValueHeads = 8;
+    c.headDim = 64;
+    return c;
+}
+
+} // namespace
 
 int main(int argc, char **argv)
 {
-    int64_t steps = 20, warmup = 3, batch = 8, seq = 128;
+    int64_t steps = 20, warmup = 3, batch = 8, seq = 128, rank = 16;
     int threads = 0;
+    std::string configName = "demo", method = "full";
     for (int i = 1; i + 1 < argc; i += 2) {
-        const int64_t v = std::atoll(argv[i + 1]);
+        const char *value = argv[i + 1];
+        const int64_t v = std::atoll(value);
         if (!std::strcmp(argv[i], "--steps")) steps = v;
         else if (!std::strcmp(argv[i], "--warmup")) warmup = v;
         else if (!std::strcmp(argv[i], "--batch")) batch = v;
         else if (!std::strcmp(argv[i], "--seq")) seq = v;
         else if (!std::strcmp(argv[i], "--threads")) threads = static_cast<int>(v);
+        else if (!std::strcmp(argv[i], "--config")) configName = value;
+        else if (!std::strcmp(argv[i], "--method")) method = value;
+        else if (!std::strcmp(argv[i], "--lora-r")) rank = v;
     }
     engine::applyThreadCount(threads);
     torch::manual_seed(0);
-    const auto config = engine::model::demoConfig();
+    const engine::model::LlamaConfig config = configName == "30m" ? config30m() : engine::model::demoConfig();
     engine::model::LlamaForCausalLM model(config);
     model->initializeWeights(0);
+    if (method == "lora") {
+        engine::model::LoraSettings lora;
+        lora.r = rank;
+        lora.alpha = 2.0 * static_cast<double>(rank);
+        lora.dropout = 0.05;
+        lora.targets = {"q_proj", "k_proj", "v_proj", "o_proj"};
+        engine::model::attachLora(model, lora);
+    }
     model->train();
-    torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-3).betas({0.9, 0.95}).weight_decay(0.1));
-    const auto params = model->parameters();
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    int64_t trainable = 0;
+    for (const auto &item : model->named_parameters()) {
+        named.emplace_back(item.key(), item.value());
+        trainable += item.value().requires_grad() ? item.value().numel() : 0;
+    }
+    engine::train::Optimizer optimizer(engine::train::OptimizerKind::AdamW, engine::train::weightDecayGroups(named, 0.1));
+    std::vector<torch::Tensor> params;
+    for (const auto &group : optimizer.groups())
+        for (const auto &item : group.parameters)
+            params.push_back(item.second);
 
     auto step = [&] {
         const torch::Tensor tokens = torch::randint(config.vocabSize, {batch, seq + 1}, torch::kInt64);
-        optimizer.zero_grad();
+        optimizer.zeroGrad();
         const torch::Tensor logits = model->forward(tokens.narrow(1, 0, seq));
-        const torch::Tensor loss = torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}),
-                                                                        tokens.narrow(1, 1, seq).reshape({-1}));
+        const torch::Tensor loss = torch::nn::functional::cross_entropy(
+                                       logits.reshape({-1, logits.size(-1)}), tokens.narrow(1, 1, seq).reshape({-1}),
+                                       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+            / static_cast<double>(batch * seq);
         loss.backward();
-        torch::nn::utils::clip_grad_norm_(params, 1.0);
-        optimizer.step();
+        engine::train::clipGradients(params, 1.0);
+        optimizer.step(1e-3);
         return loss.item<double>();
     };
     for (int64_t i = 0; i < warmup; ++i)
@@ -51,8 +102,10 @@ int main(int argc, char **argv)
     for (int64_t i = 0; i < steps; ++i)
         step();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::printf("{\"impl\": \"tunebench\", \"threads\": %d, \"params\": %lld, \"tokens_per_second\": %.1f, \"seconds\": %.3f}\n",
-                at::get_num_threads(), static_cast<long long>(config.parameterCount()),
-                static_cast<double>(steps * batch * seq) / seconds, seconds);
+    const engine::MatmulCheck matmul = engine::checkMatmul(1024);
+    std::printf("{\"impl\": \"tunebench\", \"config\": \"%s\", \"method\": \"%s\", \"threads\": %d, \"params\": %lld, "
+                "\"trainable\": %lld, \"tokens_per_second\": %.1f, \"seconds\": %.3f, \"matmul_gflops\": %.1f}\n",
+                configName.c_str(), method.c_str(), at::get_num_threads(), static_cast<long long>(config.parameterCount()),
+                static_cast<long long>(trainable), static_cast<double>(steps * batch * seq) / seconds, seconds, matmul.gflops);
     return 0;
 }

@@ -1,14 +1,41 @@
 #!/usr/bin/python3
 """The demo LLaMA model and training step written directly in PyTorch (python3-torch 1.13),
-as a Python user would: the reference for bench/train_step_bench.cpp. Prints one JSON line."""
+as a Python user would (LoRA as PEFT applies it: frozen base, A and B in float32, dropout on the
+input, scale alpha / r): the reference for bench/train_step_bench.cpp. Prints one JSON line."""
 import argparse, json, math, time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# The engine's demoConfig() (engine/model/llamaconfig.cpp).
-VOCAB, HIDDEN, INTER, LAYERS, HEADS, KV_HEADS, EPS, THETA = 2048, 192, 512, 4, 6, 2, 1e-5, 10000.0
+# The engine's demoConfig() (engine/model/llamaconfig.cpp) and the ~30 M config of train_step_bench.cpp.
+CONFIGS = {"demo": (2048, 192, 512, 4, 6, 2), "30m": (8192, 512, 1376, 8, 8, 8)}
+VOCAB, HIDDEN, INTER, LAYERS, HEADS, KV_HEADS = CONFIGS["demo"]
+EPS, THETA = 1e-5, 10000.0
 HEAD_DIM = HIDDEN // HEADS
+
+
+def use_config(name):
+    global VOCAB, HIDDEN, INTER, LAYERS, HEADS, KV_HEADS, HEAD_DIM
+    VOCAB, HIDDEN, INTER, LAYERS, HEADS, KV_HEADS = CONFIGS[name]
+    HEAD_DIM = HIDDEN // HEADS
+
+
+class LoraLinear(nn.Module):
+    """peft.tuners.lora.Linear: result = base(x) + lora_B(lora_A(dropout(x))) * scaling."""
+
+    def __init__(self, base, r, alpha, dropout):
+        super().__init__()
+        self.base = base
+        self.base.weight.requires_grad_(False)
+        self.lora_A = nn.Linear(base.in_features, r, bias=False)
+        self.lora_B = nn.Linear(r, base.out_features, bias=False)
+        nn.init.kaiming_uniform_(self.lora_A.weight, a=math.sqrt(5))
+        nn.init.zeros_(self.lora_B.weight)
+        self.dropout = nn.Dropout(dropout)
+        self.scaling = alpha / r
+
+    def forward(self, x):
+        return self.base(x) + self.lora_B(self.lora_A(self.dropout(x))) * self.scaling
 
 
 class RMSNorm(nn.Module):
@@ -98,23 +125,37 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--config", choices=sorted(CONFIGS), default="demo")
+    ap.add_argument("--method", choices=["full", "lora"], default="full")
+    ap.add_argument("--lora-r", type=int, default=16)
     a = ap.parse_args()
     import os
     torch.set_num_threads(a.threads or os.cpu_count())
     torch.manual_seed(0)
+    use_config(a.config)
     model = Model()
     for m in model.modules():
         if isinstance(m, (nn.Linear, nn.Embedding)):
             nn.init.normal_(m.weight, std=0.02)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.1)
+    if a.method == "lora":
+        for p in model.parameters():
+            p.requires_grad_(False)
+        for layer in model.layers:
+            for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+                setattr(layer.self_attn, name, LoraLinear(getattr(layer.self_attn, name), a.lora_r, 2 * a.lora_r, 0.05))
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    # As transformers' Trainer: decay on matrices, none on norms and biases.
+    opt = torch.optim.AdamW([{"params": [p for p in trainable if p.dim() >= 2], "weight_decay": 0.1},
+                             {"params": [p for p in trainable if p.dim() < 2], "weight_decay": 0.0}],
+                            lr=1e-3, betas=(0.9, 0.95))
 
     def step():
         tokens = torch.randint(VOCAB, (a.batch, a.seq + 1))
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=True)
         logits = model(tokens[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, VOCAB), tokens[:, 1:].reshape(-1))
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         opt.step()
         return loss.item()
 
@@ -124,8 +165,10 @@ def main():
     for _ in range(a.steps):
         step()
     seconds = time.perf_counter() - start
-    params = sum(p.numel() for p in model.parameters())
-    print(json.dumps({"impl": "python", "threads": torch.get_num_threads(), "params": params,
+    lora = sum(p.numel() for n, p in model.named_parameters() if ".lora_" in n)
+    params = sum(p.numel() for p in model.parameters()) - lora  # the base model's, as the engine counts
+    print(json.dumps({"impl": "python", "config": a.config, "method": a.method, "threads": torch.get_num_threads(),
+                      "params": params, "trainable": sum(p.numel() for p in trainable),
                       "tokens_per_second": round(a.steps * a.batch * a.seq / seconds, 1), "seconds": round(seconds, 3)}))
 
 
