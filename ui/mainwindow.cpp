@@ -1,6 +1,7 @@
 #include "ui/mainwindow.h"
 
 #include "app/bridge/enginebridge.h"
+#include "engine/core/blascheck.h"
 #include "engine/core/paths.h"
 #include "engine/core/settings.h"
 #include "engine/core/systeminfo.h"
@@ -119,6 +120,14 @@ MainWindow::MainWindow(const QString &storePath, QWidget *parent) : QMainWindow(
                 m_trainPage->usePlan(modelPath, plan);
                 showPage(Page::Train);
             });
+    connect(m_trainPage, &TrainPage::inspectStepRequested, this, [this](const QString &folder, const QString &batch) {
+        app::InspectRequest request;
+        request.kind = app::InspectRequest::Kind::ModelFolder;
+        request.path = folder;
+        request.inputs = batch;
+        showPage(Page::Inspect);
+        m_inspectPage->inspect(request);
+    });
     connect(m_runsPage, &RunsPage::statusMessage, this, [this](const QString &text) { statusBar()->showMessage(text, 15000); });
     connect(m_bridge, &app::EngineBridge::jobFinished, m_runsPage, &RunsPage::refresh);
     connect(m_bridge, &app::EngineBridge::runCreated, m_runsPage, &RunsPage::refresh);
@@ -206,11 +215,28 @@ void MainWindow::closeEvent(QCloseEvent *event)
 
 void MainWindow::showAbout()
 {
+    // The same facts as `tunebench doctor` (without the matmul measurement, which takes a second).
+    const engine::CpuFeatures cpu = engine::cpuFeatures();
+    const engine::BlasInfo blas = engine::blasInfo(cpu);
+    QString facts = QString::fromStdString(engine::describeSystem(engine::systemInfo()));
+    facts += tr("cpu       %1 (%2)\n").arg(QString::fromStdString(cpu.model), QString::fromStdString(cpu.vector()));
+    if (blas.openblas) {
+        facts += tr("openblas  kernels %1%2\n")
+                     .arg(QString::fromStdString(blas.coreName),
+                          blas.coreTypeEnv.empty() ? QString() : tr(" (OPENBLAS_CORETYPE=%1)").arg(QString::fromStdString(blas.coreTypeEnv)));
+    }
+    QString advice;
+    if (!blas.suggestedCore.empty()) {
+        advice = tr("<p><b>OpenBLAS runs its %1 kernels on this %2 CPU.</b> Its %3 kernels are made for it and are "
+                    "usually several times faster. Measure and check them with <code>tunebench doctor --try-blas-core %3</code>; "
+                    "keep them with <code>tunebench doctor --use-blas-core %3</code>.</p>")
+                     .arg(QString::fromStdString(blas.coreName), QString::fromStdString(cpu.vector()),
+                          QString::fromStdString(blas.suggestedCore));
+    }
     QMessageBox::about(this, tr("About tunebench"),
                        tr("<h3>tunebench %1</h3><p>A workbench for fine-tuning and debugging transformer "
-                          "language models.</p><p>Runs are recorded in <code>%2</code>.</p><pre>%3</pre>")
-                           .arg(QStringLiteral(TUNEBENCH_VERSION), m_storePath.toHtmlEscaped(),
-                                QString::fromStdString(engine::describeSystem(engine::systemInfo())).toHtmlEscaped()));
+                          "language models.</p><p>Runs are recorded in <code>%2</code>.</p><pre>%3</pre>%4")
+                           .arg(QStringLiteral(TUNEBENCH_VERSION), m_storePath.toHtmlEscaped(), facts.toHtmlEscaped(), advice));
 }
 
 } // namespace ui

@@ -2,6 +2,7 @@
 
 #include "engine/core/error.h"
 
+#include <functional>
 #include <utility>
 
 namespace app {
@@ -24,6 +25,7 @@ EngineBridge::EngineBridge(QObject *parent, TrainingFunction train) : QObject(pa
     connect(m_worker, &EngineWorker::metricsAvailable, this, &EngineBridge::onMetricsAvailable);
     connect(m_worker, &EngineWorker::jobFinished, this, &EngineBridge::onWorkerFinished);
     connect(m_worker, &EngineWorker::inspectionFinished, this, &EngineBridge::onInspectionFinished);
+    connect(m_worker, &EngineWorker::previewFinished, this, &EngineBridge::onPreviewFinished);
     m_thread.setObjectName(QStringLiteral("tunebench engine"));
     m_thread.start();
 }
@@ -47,7 +49,7 @@ QString EngineBridge::validationError(const engine::train::TrainingParams &param
     }
 }
 
-bool EngineBridge::startTraining(const engine::train::TrainingParams &params, QString *error)
+bool EngineBridge::queueJob(std::function<void()> job, const QString &busyMessage, QString *error)
 {
     auto refuse = [error](const QString &message) {
         if (error)
@@ -55,16 +57,10 @@ bool EngineBridge::startTraining(const engine::train::TrainingParams &params, QS
         return false;
     };
     if (m_busy)
-        return refuse(tr("A job is already running; stop it or wait for it to finish before starting another."));
-    if (const QString problem = validationError(params); !problem.isEmpty())
-        return refuse(problem);
-
+        return refuse(busyMessage);
     m_control.reset();
-    m_metrics.clear();
     m_busy = true;
-    const bool queued = QMetaObject::invokeMethod(m_worker, "runTraining", Qt::QueuedConnection,
-                                                  Q_ARG(engine::train::TrainingParams, params));
-    if (!queued) {
+    if (!QMetaObject::invokeMethod(m_worker, std::move(job), Qt::QueuedConnection)) {
         m_busy = false;
         return refuse(tr("Internal error: the engine thread did not accept the job."));
     }
@@ -72,25 +68,44 @@ bool EngineBridge::startTraining(const engine::train::TrainingParams &params, QS
     return true;
 }
 
+bool EngineBridge::startTraining(const engine::train::TrainingParams &params, QString *error)
+{
+    if (!m_busy) {
+        if (const QString problem = validationError(params); !problem.isEmpty()) {
+            if (error)
+                *error = problem;
+            return false;
+        }
+        m_metrics.clear();
+    }
+    return queueJob([worker = m_worker, params] { worker->runTraining(params); },
+                    tr("A job is already running; stop it or wait for it to finish before starting another."), error);
+}
+
 bool EngineBridge::startInspection(const InspectRequest &request, QString *error)
 {
-    if (m_busy) {
-        if (error)
-            *error = tr("A job is already running; stop it or wait for it to finish before inspecting.");
-        return false;
+    return queueJob([worker = m_worker, request] { worker->runInspection(request); },
+                    tr("A job is already running; stop it or wait for it to finish before inspecting."), error);
+}
+
+bool EngineBridge::startPreview(const engine::train::TrainingParams &params, QString *error)
+{
+    if (!m_busy) {
+        if (const QString problem = validationError(params); !problem.isEmpty()) {
+            if (error)
+                *error = problem;
+            return false;
+        }
     }
-    m_control.reset();
-    m_busy = true;
-    const bool queued = QMetaObject::invokeMethod(m_worker, "runInspection", Qt::QueuedConnection,
-                                                  Q_ARG(app::InspectRequest, request));
-    if (!queued) {
-        m_busy = false;
-        if (error)
-            *error = tr("Internal error: the engine thread did not accept the job.");
-        return false;
-    }
-    Q_EMIT busyChanged(true);
-    return true;
+    return queueJob([worker = m_worker, params] { worker->runPreview(params); },
+                    tr("A job is running; the preview can run once it has finished."), error);
+}
+
+void EngineBridge::onPreviewFinished(bool ok, const QString &text)
+{
+    m_busy = false;
+    Q_EMIT busyChanged(false);
+    Q_EMIT previewFinished(ok, text);
 }
 
 void EngineBridge::onInspectionFinished(const InspectionResult &report)

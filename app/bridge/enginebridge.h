@@ -29,6 +29,8 @@
 #include <QThread>
 #include <QTimer>
 
+#include <functional>
+
 namespace app {
 
 class EngineBridge : public QObject {
@@ -46,6 +48,9 @@ public:
     /// Queues an inspection (one recorded step, torch work) on the engine thread; its report arrives
     /// in inspectionFinished. Refused (false, with a message) while another job runs.
     bool startInspection(const InspectRequest &request, QString *error = nullptr);
+    /// Queues a dataset preview (the data read and tokenized as training would, nothing trained) on the
+    /// engine thread; it arrives in previewFinished. Refused (false, with a message) while a job runs.
+    bool startPreview(const engine::train::TrainingParams &params, QString *error = nullptr);
     /// Pauses or resumes the running job at its next step boundary. No effect when idle.
     void pause(bool paused);
     /// Asks the running job to stop at its next step boundary; it then ends Cancelled.
@@ -76,12 +81,18 @@ Q_SIGNALS:
     void jobFinished(const app::JobOutcome &outcome);
     /// An inspection ended (its report says how; status Error when it could not run).
     void inspectionFinished(const app::InspectionResult &report);
+    /// A preview ended: ok with the preview's text (describePreview), or not ok with the error.
+    void previewFinished(bool ok, const QString &text);
 
 private:
     void onMetricsAvailable();
     void drainMetrics();
     void onWorkerFinished(const app::JobOutcome &outcome);
     void onInspectionFinished(const app::InspectionResult &report);
+    void onPreviewFinished(bool ok, const QString &text);
+    /// Runs `job` on the engine thread (it calls one of the worker's jobs); refused with `busyMessage`
+    /// while a job runs.
+    bool queueJob(std::function<void()> job, const QString &busyMessage, QString *error);
 
     engine::JobControl m_control;
     MetricsBuffer m_metrics;

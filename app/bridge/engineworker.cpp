@@ -54,6 +54,18 @@ void EngineWorker::runTraining(const engine::train::TrainingParams &params)
     Q_EMIT jobFinished(outcome);
 }
 
+void EngineWorker::runPreview(const engine::train::TrainingParams &params)
+{
+    Q_EMIT jobStarted();
+    try {
+        engine::train::TrainingObserver silent;
+        const engine::train::DatasetPreview preview = engine::train::previewData(params, m_control, silent);
+        Q_EMIT previewFinished(true, QString::fromStdString(engine::train::describePreview(preview, params)));
+    } catch (...) {
+        Q_EMIT previewFinished(false, QString::fromStdString(engine::currentExceptionInfo().message));
+    }
+}
+
 void EngineWorker::runInspection(const InspectRequest &request)
 {
     Q_EMIT jobStarted();

@@ -32,6 +32,7 @@ public:
 public Q_SLOTS:
     void runTraining(const engine::train::TrainingParams &params);
     void runInspection(const app::InspectRequest &request);
+    void runPreview(const engine::train::TrainingParams &params);
 
 Q_SIGNALS:
     void jobStarted();
@@ -41,6 +42,7 @@ Q_SIGNALS:
     void metricsAvailable();
     void jobFinished(const app::JobOutcome &outcome);
     void inspectionFinished(const app::InspectionResult &report);
+    void previewFinished(bool ok, const QString &text);
 
 private:
     engine::JobControl &m_control;

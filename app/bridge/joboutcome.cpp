@@ -24,6 +24,7 @@ JobOutcome JobOutcome::fromTraining(const engine::train::TrainingOutcome &outcom
     result.firstLoss = outcome.firstLoss;
     result.lastLoss = outcome.lastLoss;
     result.lossPlotPath = QString::fromStdString(outcome.lossPlotPath);
+    result.nonFiniteStepPath = QString::fromStdString(outcome.nonFiniteStepPath);
     return result;
 }
 

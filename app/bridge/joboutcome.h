@@ -28,6 +28,7 @@ struct JobOutcome {
     double firstLoss = 0;
     double lastLoss = 0;
     QString lossPlotPath;
+    QString nonFiniteStepPath; ///< a non-finite loss stopped the run: that step, kept for the inspector
 
     static JobOutcome fromTraining(const engine::train::TrainingOutcome &outcome);
     static JobOutcome failure(const engine::ErrorInfo &error);

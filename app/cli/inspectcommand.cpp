@@ -29,8 +29,8 @@ public:
         auto *script = m_command->add_option("--torchscript", m_torchScript, "A TorchScript module (torch.jit.save)");
         auto *inputs = m_command->add_option("--inputs", m_inputs, "Its inputs: a torch.save([t1, t2, ...]) file");
         m_command->add_option("--method", m_method, "The method to call (default forward)");
-        auto *model = m_command->add_option("--model", m_model, "A model folder (config.json [+ weights, tokenizer])");
-        auto *data = m_command->add_option("--data", m_data, "A text file: its first tokens make the step");
+        auto *model = m_command->add_option("--model", m_model, "A model folder (config.json [+ weights, tokenizer]) or a LoRA adapter folder over its base");
+        auto *data = m_command->add_option("--data", m_data, "A text file (its first tokens make the step), or the batch.safetensors a run saved when its loss was not finite");
         m_command->add_option("--seq-len", m_options.sequenceLength, "--model: tokens per step (default 32)")
             ->check(CLI::Range(1, 4096));
         m_command->add_option("--max-record-mib", m_maxRecordMib, "Memory bound of the recording in MiB (default 64)")

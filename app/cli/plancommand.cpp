@@ -36,20 +36,6 @@ std::vector<std::string> splitList(const std::string &text)
     return out;
 }
 
-// Accelerate's default for a missing cpu budget: 80 % of the RAM available now.
-int64_t defaultCpuBudget()
-{
-    std::ifstream meminfo("/proc/meminfo");
-    std::string key;
-    int64_t kib = 0;
-    std::string unit;
-    while (meminfo >> key >> kib >> unit) {
-        if (key == "MemAvailable:")
-            return static_cast<int64_t>(static_cast<double>(kib) * 1024.0 * 0.8);
-    }
-    return int64_t(8) << 30;
-}
-
 std::string cell(int64_t bytes) { return bytes == 0 ? "-" : formatBytes(bytes); }
 
 void printTable(const Plan &plan)
@@ -149,7 +135,7 @@ public:
                 DeviceSpec cpu;
                 cpu.kind = DeviceKind::Cpu;
                 cpu.name = "CPU RAM";
-                cpu.budget = defaultCpuBudget();
+                cpu.budget = availableRamBudget();
                 const auto at = std::find_if(devices.begin(), devices.end(), [](const DeviceSpec &d) { return !d.isGpu(); });
                 devices.insert(at, cpu);
                 notes.push_back("--max-memory has no cpu budget: using 80 % of the RAM available now ("

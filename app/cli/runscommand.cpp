@@ -26,7 +26,7 @@ public:
         m_list = m_command->add_subcommand("list", "List runs, newest first");
         m_list->add_flag("--json", m_json, "Print JSON instead of a table");
         m_show = m_command->add_subcommand("show", "Show one run: settings, events, artifacts, last metrics");
-        m_show->add_option("id", m_runId, "Run id")->required();
+        m_show->add_option("run", m_showRun, "Run id, or the run's output folder")->required();
         m_show->add_flag("--json", m_json, "Print JSON");
         m_metrics = m_command->add_subcommand("metrics", "Every step's values of a run's metrics, for scripts and comparisons");
         m_metrics->add_option("run", m_run, "Run id, or the run's output folder")->required();
@@ -46,7 +46,7 @@ public:
             auto store = engine::store::RunStore::open(path);
             if (m_metrics->parsed())
                 return metrics(store, path);
-            return m_show->parsed() ? show(store) : list(store);
+            return m_show->parsed() ? show(store, path) : list(store);
         } catch (const engine::Error &e) {
             std::fprintf(stderr, "tunebench: %s\n", e.what());
             return ExitFailed;
@@ -104,8 +104,9 @@ private:
         return ExitOk;
     }
 
-    int show(engine::store::RunStore &store)
+    int show(engine::store::RunStore &store, const std::string &path)
     {
+        m_runId = engine::train::resolveRunId(m_showRun, path);
         const auto run = store.run(m_runId);
         if (!run) {
             std::fprintf(stderr, "tunebench: no run %lld in %s\n", static_cast<long long>(m_runId), store.path().c_str());
@@ -213,6 +214,7 @@ private:
     CLI::App *m_list = nullptr;
     CLI::App *m_show = nullptr;
     int64_t m_runId = 0;
+    std::string m_showRun;
     bool m_json = false;
 };
 

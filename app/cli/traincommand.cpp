@@ -60,7 +60,8 @@ public:
         m_command->add_option("--device", p.device, "Device to train on: cpu, cuda or cuda:N")->capture_default_str();
         m_command->add_option("--device-map", m_deviceMap,
                               "Accelerate device map JSON (e.g. from `tunebench plan --output`): load the model's "
-                              "weights onto cpu / disk / cuda:N per module and train across them");
+                              "weights onto cpu / disk / cuda:N per module and train across them; auto = plan "
+                              "this run on this machine's GPUs and RAM");
         m_command->add_option("--seed", p.seed, "Random seed")->capture_default_str();
         m_command->add_option("--name", p.runName, "Run name (default: model and corpus names)");
         m_command->add_option("--output", p.outputDir, "Folder for the run's files (default: <data dir>/runs/<id>)");
@@ -83,6 +84,10 @@ public:
             ->check(CLI::IsMember({"constant", "linear", "cosine"}))->capture_default_str();
         m_command->add_option("--epochs", p.epochs, "Passes over the data (sets the steps; 0 = use --steps)");
         m_command->add_option("--grad-accum", p.gradAccumulation, "Micro-batches per optimizer step")->capture_default_str();
+        m_command->add_option("--precision", m_precision,
+                              "fp32, bf16 (autocast, CPU or CUDA) or fp16 (autocast with loss scaling, CUDA); "
+                              "weights and optimizer state stay fp32")
+            ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))->capture_default_str();
         m_command->add_flag("--checkpointing", p.gradientCheckpointing,
                             "Recompute each decoder layer's activations in backward (less memory, more compute)");
         m_command->add_option("--eval-data", p.evalDataPath, "A second corpus for eval loss and perplexity")
@@ -123,7 +128,9 @@ public:
             params.threads = m_threads >= 0 ? m_threads : settings.threads;
             if (params.storePath.empty())
                 params.storePath = settings.effectiveStorePath().string();
-            if (!m_deviceMap.empty())
+            if (m_deviceMap == "auto")
+                params.autoDeviceMap = true;
+            else if (!m_deviceMap.empty())
                 params.devicePlacement = engine::model::DevicePlacement::fromFile(m_deviceMap).entries;
             params.method = m_method == "lora" ? engine::train::TrainingMethod::Lora : engine::train::TrainingMethod::Full;
             params.lora.setTargetsFromText(m_loraTargets);
@@ -137,6 +144,9 @@ public:
             params.schedule = m_schedule == "constant" ? engine::train::ScheduleKind::Constant
                 : m_schedule == "linear"                ? engine::train::ScheduleKind::Linear
                                                         : engine::train::ScheduleKind::Cosine;
+            params.precision = m_precision == "bf16" ? engine::train::Precision::Bf16
+                : m_precision == "fp16"                 ? engine::train::Precision::Fp16
+                                                        : engine::train::Precision::Fp32;
             params.nonFinite = m_onNan == "skip" ? engine::train::NonFinitePolicy::Skip : engine::train::NonFinitePolicy::Stop;
             params.skipBadLines = m_badLines == "skip";
             if (!m_resume.empty())
@@ -200,23 +210,7 @@ private:
         engine::train::TrainingObserver silent;
         try {
             const auto p = engine::train::previewData(params, control, silent);
-            std::printf("data:       %s (%s)\n", params.dataPath.empty() ? "the demo corpus" : params.dataPath.c_str(), p.format.c_str());
-            std::printf("tokenizer:  %s\n", p.tokenizer.empty() ? "(none: pre-tokenized)" : p.tokenizer.c_str());
-            std::printf("examples:   %lld, %lld tokens\n", static_cast<long long>(p.examples), static_cast<long long>(p.tokens));
-            std::printf("rows:       %lld of %lld tokens for training, %lld for eval; %lld targets in the loss\n",
-                        static_cast<long long>(p.rows), static_cast<long long>(params.sequenceLength),
-                        static_cast<long long>(p.evalRows), static_cast<long long>(p.labelledTokens));
-            std::printf("truncated:  %lld examples longer than --seq-len\n", static_cast<long long>(p.truncated));
-            if (p.nothingToLearn > 0)
-                std::printf("dropped:    %lld examples with nothing to learn\n", static_cast<long long>(p.nothingToLearn));
-            if (p.skippedBadLines > 0)
-                std::printf("skipped:    %lld malformed lines\n", static_cast<long long>(p.skippedBadLines));
-            for (size_t i = 0; i < p.samples.size(); ++i) {
-                const auto &s = p.samples[i];
-                std::printf("\n--- row %zu: %lld tokens in, %lld learned\n%s\n--- learned:\n%s\n", i + 1,
-                            static_cast<long long>(s.inputTokens), static_cast<long long>(s.learnedTokens), s.input.c_str(),
-                            s.learned.c_str());
-            }
+            std::fputs(engine::train::describePreview(p, params).c_str(), stdout);
             return ExitOk;
         } catch (const engine::Error &e) {
             std::fprintf(stderr, "tunebench: %s\n", e.what());
@@ -270,6 +264,7 @@ private:
     std::string m_optimizer = "adamw";
     std::string m_schedule = "cosine";
     std::string m_onNan = "stop";
+    std::string m_precision = "fp32";
     std::string m_resume;
     std::string m_badLines = "stop";
     bool m_preview = false;

@@ -29,7 +29,7 @@ ErrorInfo currentExceptionInfo()
     } catch (const c10::Error &e) {
         const std::string message = e.what_without_backtrace();
         const bool oom = message.find("out of memory") != std::string::npos
-            || message.find("DefaultCPUAllocator: can't allocate memory") != std::string::npos;
+            || message.find("DefaultCPUAllocator") != std::string::npos; // "can't allocate memory", "not enough memory"
         return {oom ? ErrorKind::OutOfMemory : ErrorKind::Internal, message};
     } catch (const std::bad_alloc &) {
         return {ErrorKind::OutOfMemory, "out of host memory (std::bad_alloc)"};

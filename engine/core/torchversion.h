@@ -2,6 +2,7 @@
 // The one test of which libtorch this build compiles against. Code that must differ between
 // libtorch 1.13 (Debian 12) and 2.x (Debian 13, pip's torch, PyTorch's libtorch archives) tests
 // TUNEBENCH_TORCH_AT_LEAST in a single place per difference, never scattered #ifs:
+//   engine/core/autocast.cpp  autocast switches take the device type (2.4)
 //   engine/io/dtypetorch.cpp   unsigned 16/32/64-bit and 8-bit float scalar types (2.2 / 2.3)
 //   tests/engine/plan/test_memorymeasure.cpp  c10::Allocator::allocate lost its const (2.3)
 // CUDA-only code lives in engine/core/cudainfo.cpp, guarded by TUNEBENCH_TORCH_CUDA instead.

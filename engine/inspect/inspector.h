@@ -47,7 +47,10 @@ InspectionReport verifyFix(const std::string &name, const InspectOptions &option
 InspectionReport inspectTorchScript(const std::filesystem::path &moduleFile, const std::filesystem::path &inputsFile,
                                     const std::string &method = "forward", const InspectOptions &options = {});
 
-/// One training step (next-token cross-entropy) of the model folder on the first tokens of a text file.
+/// One training step (next-token cross-entropy) of the model folder on the first tokens of a text file,
+/// or on a batch the trainer saved when a loss was not finite (batch.safetensors: input_ids and labels,
+/// the loss exactly as training computes it). A PEFT LoRA adapter folder stands for its base model
+/// (base_model_name_or_path) with the adapter merged.
 InspectionReport inspectModelFolder(const std::filesystem::path &modelFolder, const std::filesystem::path &dataFile,
                                     const InspectOptions &options = {});
 

@@ -1,5 +1,7 @@
 #include "engine/model/checkpointedlayer.h"
 
+#include "engine/core/autocast.h"
+
 #include <ATen/Context.h>
 #include <torch/torch.h>
 
@@ -19,6 +21,13 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
         auto *layer = reinterpret_cast<LlamaDecoderLayerImpl *>(layerAddress);
         at::Generator generator = at::globalContext().defaultGenerator(x.device());
         ctx->saved_data["rng"] = generator.get_state();
+        // The recomputation runs in backward, outside the forward's autocast: it re-enters it (as
+        // torch.utils.checkpoint does), or a bf16 forward would be recomputed in float32.
+        const AutocastState amp = AutocastState::current();
+        ctx->saved_data["amp_cpu"] = amp.cpu;
+        ctx->saved_data["amp_cpu_dtype"] = static_cast<int64_t>(amp.cpuDtype);
+        ctx->saved_data["amp_cuda"] = amp.cuda;
+        ctx->saved_data["amp_cuda_dtype"] = static_cast<int64_t>(amp.cudaDtype);
         ctx->saved_data["layer"] = layerAddress;
         ctx->saved_data["cos"] = cos;
         ctx->saved_data["sin"] = sin;
@@ -39,9 +48,15 @@ struct CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
         at::Generator generator = at::globalContext().defaultGenerator(saved.device());
         const torch::Tensor current = generator.get_state();
         torch::Tensor x = saved.detach().requires_grad_(saved.requires_grad());
+        AutocastState amp;
+        amp.cpu = ctx->saved_data["amp_cpu"].toBool();
+        amp.cpuDtype = static_cast<c10::ScalarType>(ctx->saved_data["amp_cpu_dtype"].toInt());
+        amp.cuda = ctx->saved_data["amp_cuda"].toBool();
+        amp.cudaDtype = static_cast<c10::ScalarType>(ctx->saved_data["amp_cuda_dtype"].toInt());
         torch::Tensor out;
         {
             torch::AutoGradMode enable(true);
+            const AutocastScope autocast(amp);
             generator.set_state(ctx->saved_data["rng"].toTensor());
             out = layer->forward(x, rotary, mask.numel() == 0 ? torch::Tensor() : mask);
             generator.set_state(current);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <fstream>
 
 namespace engine::plan {
 namespace {
@@ -169,6 +170,46 @@ int findDevice(const std::vector<DeviceSpec> &devices, std::string_view key)
             return static_cast<int>(i);
     }
     return -1;
+}
+
+} // namespace engine::plan
+
+namespace engine::plan {
+
+int64_t availableRamBudget()
+{
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    int64_t kib = 0;
+    std::string unit;
+    while (meminfo >> key >> kib >> unit) {
+        if (key == "MemAvailable:")
+            return static_cast<int64_t>(static_cast<double>(kib) * 1024.0 * 0.8);
+    }
+    return int64_t(8) << 30;
+}
+
+std::vector<DeviceSpec> machineDevices(const std::vector<MachineGpu> &gpus, int64_t cpuBudget)
+{
+    std::vector<DeviceSpec> devices;
+    for (const MachineGpu &gpu : gpus) {
+        DeviceSpec d;
+        d.kind = DeviceKind::Gpu;
+        d.index = gpu.index;
+        d.name = gpu.name;
+        d.totalBytes = gpu.totalBytes;
+        d.budget = static_cast<int64_t>(static_cast<double>(gpu.totalBytes) * 0.9);
+        d.bf16 = gpu.bf16;
+        d.overheadBytes = kDefaultGpuOverheadBytes;
+        devices.push_back(d);
+    }
+    std::sort(devices.begin(), devices.end(), [](const DeviceSpec &a, const DeviceSpec &b) { return a.index < b.index; });
+    DeviceSpec cpu;
+    cpu.kind = DeviceKind::Cpu;
+    cpu.name = "CPU RAM";
+    cpu.budget = cpuBudget;
+    devices.push_back(cpu);
+    return devices;
 }
 
 } // namespace engine::plan

@@ -63,6 +63,21 @@ void applyGpuPreset(DeviceSpec &device, const GpuPreset &preset);
 /// repeated one, or a bad size. GPUs get kDefaultGpuOverheadBytes.
 std::vector<DeviceSpec> parseMaxMemory(std::string_view text);
 
+/// 80 % of the RAM available now (/proc/meminfo's MemAvailable): Accelerate's default cpu budget.
+/// 8 GiB when that cannot be read.
+int64_t availableRamBudget();
+
+/// This machine's devices as a plan sees them (`--device-map auto`): each visible GPU with 90 % of its
+/// memory as budget (the rest is left to other processes and the driver) and its bf16 support, then
+/// the CPU with availableRamBudget(). `gpus` is engine::systemInfo().gpus: (index, name, total bytes, bf16).
+struct MachineGpu {
+    int index = 0;
+    std::string name;
+    int64_t totalBytes = 0;
+    bool bf16 = false;
+};
+std::vector<DeviceSpec> machineDevices(const std::vector<MachineGpu> &gpus, int64_t cpuBudget);
+
 /// "0=15GiB,cpu=13GiB"-style text of budgets in bytes (for messages and the Python snippet).
 std::string maxMemoryText(const std::vector<DeviceSpec> &devices);
 

@@ -47,9 +47,12 @@ std::map<std::string, torch::Tensor> readAll(const fs::path &file)
 
 nlohmann::json stateJson(const CheckpointState &s)
 {
-    return {{"format", "tunebench-checkpoint-1"}, {"step", s.step}, {"run_id", s.runId}, {"store", s.storePath},
-            {"data_position", {{"shuffles", s.samplerShuffles}, {"cursor", s.samplerCursor}}},
-            {"optimizer_steps", s.optimizerSteps}, {"identity", s.identity}, {"training", s.training}};
+    nlohmann::json j = {{"format", "tunebench-checkpoint-1"}, {"step", s.step}, {"run_id", s.runId}, {"store", s.storePath},
+                        {"data_position", {{"shuffles", s.samplerShuffles}, {"cursor", s.samplerCursor}}},
+                        {"optimizer_steps", s.optimizerSteps}, {"identity", s.identity}, {"training", s.training}};
+    if (s.lossScale > 0)
+        j["loss_scale"] = {{"scale", s.lossScale}, {"growth_tracker", s.lossScaleGrowthTracker}};
+    return j;
 }
 
 } // namespace
@@ -145,6 +148,10 @@ CheckpointState readCheckpointState(const fs::path &checkpoint)
         s.optimizerSteps = j.at("optimizer_steps").get<int64_t>();
         s.identity = j.at("identity");
         s.training = j.at("training");
+        if (j.contains("loss_scale")) {
+            s.lossScale = j["loss_scale"].at("scale").get<double>();
+            s.lossScaleGrowthTracker = j["loss_scale"].at("growth_tracker").get<int64_t>();
+        }
         return s;
     } catch (const nlohmann::json::exception &e) {
         throw invalidInput(file.string() + ": " + e.what());

@@ -25,6 +25,8 @@ struct CheckpointState {
     int64_t samplerShuffles = 0;
     int64_t samplerCursor = 0;
     int64_t optimizerSteps = 0;
+    double lossScale = 0;               ///< fp16's dynamic loss scale; 0 = no loss scaling
+    int64_t lossScaleGrowthTracker = 0; ///< clean steps since the scale last changed
     /// What a resume must agree with: model config, method, LoRA settings, batch shape, seed, data.
     nlohmann::json identity;
     nlohmann::json training; ///< the settings of the run (TrainingParams::toJson)

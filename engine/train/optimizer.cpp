@@ -7,6 +7,18 @@
 
 namespace engine::train {
 
+std::vector<ParameterGroup> weightDecayGroups(const std::vector<std::pair<std::string, torch::Tensor>> &named,
+                                              double weightDecay)
+{
+    ParameterGroup decay{{}, weightDecay};
+    ParameterGroup noDecay{{}, 0.0};
+    for (const auto &[name, parameter] : named) {
+        if (parameter.requires_grad())
+            (parameter.dim() >= 2 ? decay : noDecay).parameters.emplace_back(name, parameter);
+    }
+    return {decay, noDecay};
+}
+
 Optimizer::Optimizer(OptimizerKind kind, std::vector<ParameterGroup> groups, OptimizerOptions options)
     : m_kind(kind)
     , m_groups(std::move(groups))

@@ -35,6 +35,12 @@ struct ParameterGroup {
     double weightDecay = 0;
 };
 
+/// The trainer's two groups of `named` (only what requires grad): matrices (dim >= 2: projections,
+/// embeddings, LoRA A and B) with `weightDecay`, and every 1-D parameter (norm weights, biases) without
+/// decay, as transformers' Trainer groups them.
+std::vector<ParameterGroup> weightDecayGroups(const std::vector<std::pair<std::string, torch::Tensor>> &named,
+                                              double weightDecay);
+
 class Optimizer {
 public:
     /// Every parameter must require grad; names must be unique.

@@ -19,6 +19,8 @@ struct StepMetrics {
     double evalLoss = 0;
     double evalPerplexity = 0;
     bool skipped = false;    ///< the loss was not finite and the step was skipped (no update)
+    int64_t cpuPeakBytes = 0; ///< the process's peak resident memory during the step (0 = unknown)
+    int64_t gpuPeakBytes = 0; ///< the CUDA allocator's peak during the step, summed over the GPUs in use
 };
 
 } // namespace engine::train

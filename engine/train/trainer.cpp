@@ -1,11 +1,16 @@
 #include "engine/train/trainer.h"
 
 #include "engine/core/atomicfile.h"
+#include "engine/core/autocast.h"
 #include "engine/core/error.h"
 #include "engine/core/paths.h"
+#include "engine/core/processmemory.h"
 #include "engine/core/settings.h"
+#include "engine/core/device.h"
+#include "engine/core/systeminfo.h"
 #include "engine/core/threads.h"
 #include "engine/core/torchdevice.h"
+#include "engine/io/safetensorsfile.h"
 #include "engine/model/llamaconfig.h"
 #include "engine/model/deviceplacement.h"
 #include "engine/model/dispatch.h"
@@ -16,10 +21,14 @@
 #include "engine/store/runstore.h"
 #include "engine/tokenize/sentencepiecetokenizer.h"
 #include "engine/model/lora.h"
+#include "engine/plan/planner.h"
+#include "engine/core/byteunits.h"
 #include "engine/train/batchsampler.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/dataset.h"
 #include "engine/train/gradientclip.h"
+#include "engine/train/lossscaler.h"
+#include "engine/train/outofmemory.h"
 #include "engine/train/lrschedule.h"
 #include "engine/train/optimizer.h"
 #include "engine/train/textcorpus.h"
@@ -71,12 +80,85 @@ struct PreparedJob {
     std::string tokenizerPath;
     std::filesystem::path weightsFolder; ///< set when the model folder holds weights to start from
     torch::Device device{torch::kCPU};   ///< checked before the run exists
+    /// The device map the model loads with: the params' or the planned one (--device-map auto); empty = all on `device`.
+    std::vector<std::pair<std::string, std::string>> devicePlacement;
 };
 
 std::string defaultRunName(const PreparedJob &job)
 {
     const std::string corpus = job.corpusPath.stem().string();
     return job.modelName + " on " + corpus;
+}
+
+/// `--device-map auto`: the Plan's training plan for this run on this machine's GPUs and RAM. Empty
+/// when the whole model lands on one device (it then trains there, as with --device). Throws
+/// Error(InvalidInput) with the plan's verdict when the run does not fit.
+std::vector<std::pair<std::string, std::string>> planDeviceMap(const TrainingParams &params, PreparedJob &job,
+                                                                TrainingObserver &observer)
+{
+    const plan::Planner planner(plan::planModelFromPath(job.weightsFolder));
+    plan::PlanSettings settings;
+    settings.train = params.method == TrainingMethod::Lora ? plan::TrainMode::Lora : plan::TrainMode::Full;
+    settings.dtype = "float32"; // the trainer keeps float32 weights
+    settings.loraRank = params.lora.r;
+    if (params.method == TrainingMethod::Lora && params.lora.targetRegex.empty())
+        settings.loraTargets = params.lora.targets;
+    settings.batchSize = params.batchSize;
+    settings.sequenceLength = params.sequenceLength;
+    settings.checkpointing = params.gradientCheckpointing;
+    std::vector<plan::MachineGpu> gpus;
+    for (const GpuInfo &gpu : systemInfo().gpus)
+        gpus.push_back({gpu.index, gpu.name, gpu.totalMemoryBytes, gpu.bf16});
+    const std::vector<plan::DeviceSpec> devices = plan::machineDevices(gpus, plan::availableRamBudget());
+    const plan::Plan plan = planner.plan(devices, settings);
+    if (!plan.fits) {
+        std::string verdicts;
+        for (const plan::DeviceUsage &usage : plan.usage) {
+            if (!usage.fits)
+                verdicts += (verdicts.empty() ? "" : "; ") + usage.verdict;
+        }
+        throw invalidInput("--device-map auto: this run does not fit " + plan::maxMemoryText(devices) + " (" + verdicts
+                           + "); plan it on the Plan page or with `tunebench plan --train " + methodName(params.method)
+                           + "` and lower the batch size or sequence length, or use LoRA or --checkpointing");
+    }
+    std::vector<std::pair<std::string, std::string>> placements = plan.placements();
+    const bool oneDevice = std::all_of(placements.begin(), placements.end(),
+                                       [&](const auto &p) { return p.second == placements.front().second; });
+    std::string summary;
+    for (const plan::DeviceUsage &usage : plan.usage) {
+        if (usage.memory.total() > 0)
+            summary += (summary.empty() ? "" : ", ") + plan::deviceLabel(usage.device) + " " + formatBytes(usage.memory.total());
+    }
+    if (oneDevice && !placements.empty() && placements.front().second != "disk") {
+        job.device = torchDevice(placements.front().second, "--device-map auto");
+        observer.onLog(LogLevel::Info, "device map auto: the run fits on " + placements.front().second + " (" + summary + ")");
+        return {};
+    }
+    observer.onLog(LogLevel::Info, "device map auto: " + std::to_string(placements.size()) + " entries over " + summary);
+    return placements;
+}
+
+/// fp16 needs a GPU; bf16 on a GPU needs compute capability 8.0 (Ampere) or newer (a T4 or V100 has only fp16).
+void requirePrecisionDevices(Precision precision, const PreparedJob &job)
+{
+    std::vector<std::string> used = {job.device.str()};
+    for (const auto &entry : job.devicePlacement)
+        used.push_back(entry.second);
+    const bool onCuda = std::any_of(used.begin(), used.end(), [](const std::string &d) { return d.rfind("cuda", 0) == 0; });
+    if (precision == Precision::Fp16 && !onCuda) {
+        throw invalidInput("precision fp16 needs a CUDA device (--device cuda, or a device map with cuda:N): "
+                           "fp16 with loss scaling is for GPUs; on the CPU use bf16");
+    }
+    if (precision != Precision::Bf16)
+        return;
+    for (const GpuInfo &gpu : systemInfo().gpus) {
+        const std::string name = "cuda:" + std::to_string(gpu.index);
+        if (!gpu.bf16 && std::find(used.begin(), used.end(), name) != used.end()) {
+            throw invalidInput("precision bf16 needs a GPU of compute capability 8.0 or newer; " + name + " ("
+                               + gpu.name + ", " + std::to_string(gpu.computeMajor) + "." + std::to_string(gpu.computeMinor)
+                               + ") has no bf16: use --precision fp16 (with loss scaling) on it");
+        }
+    }
 }
 
 /// Resolves paths, model config, tokenizer and the packed corpus. Throws engine::Error.
@@ -104,10 +186,12 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
         throw invalidInput("LoRA adapts a pretrained model: give a model folder with weights (--model DIR); the "
                            "built-in demo model and a bare config.json start from random weights");
     }
-    if (!params.devicePlacement.empty() && job.weightsFolder.empty()) {
+    if ((!params.devicePlacement.empty() || params.autoDeviceMap) && job.weightsFolder.empty()) {
         throw invalidInput("a device map needs a model folder with weights to load onto its devices (--model DIR); "
                            "the built-in demo model and a bare config.json start from random weights");
     }
+    job.devicePlacement = params.autoDeviceMap ? planDeviceMap(params, job, observer) : params.devicePlacement;
+    requirePrecisionDevices(params.precision, job);
     if (params.sequenceLength > job.config.maxPositionEmbeddings) {
         throw invalidInput("setting sequence length = " + std::to_string(params.sequenceLength)
                            + " exceeds the model's max_position_embeddings = "
@@ -204,16 +288,12 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
 /// biases and norm weights (every 1-D parameter), as Hugging Face's Trainer does.
 std::unique_ptr<Optimizer> makeOptimizer(model::LlamaForCausalLM &model, const TrainingParams &params)
 {
-    ParameterGroup decay{{}, params.weightDecay};
-    ParameterGroup noDecay{{}, 0.0};
-    for (const auto &item : model->named_parameters()) {
-        if (!item.value().requires_grad())
-            continue;
-        (item.value().dim() >= 2 ? decay : noDecay).parameters.emplace_back(item.key(), item.value());
-    }
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    for (const auto &item : model->named_parameters())
+        named.emplace_back(item.key(), item.value());
     OptimizerOptions options;
     options.momentum = params.momentum;
-    return std::make_unique<Optimizer>(params.optimizer, std::vector<ParameterGroup>{decay, noDecay}, options);
+    return std::make_unique<Optimizer>(params.optimizer, weightDecayGroups(named, params.weightDecay), options);
 }
 
 /// Buffers metric samples and commits them in one transaction at most every flushInterval.
@@ -288,7 +368,7 @@ struct ResumePoint {
 nlohmann::json runIdentity(const TrainingParams &params, const PreparedJob &job)
 {
     nlohmann::json lora = params.toJson()["lora"];
-    return {{"model_name", job.modelName},
+    nlohmann::json identity = {{"model_name", job.modelName},
             {"base_model", job.weightsFolder.empty() ? std::string() : std::filesystem::absolute(job.weightsFolder).string()},
             {"model_config", job.config.toJson()},
             {"method", methodName(params.method)},
@@ -302,22 +382,31 @@ nlohmann::json runIdentity(const TrainingParams &params, const PreparedJob &job)
             {"corpus_tokens", job.corpusTokens},
             {"data_format", job.dataFormat},
             {"sequences", job.sequences.size(0)}};
+    if (params.precision != Precision::Fp32) // fp32 checkpoints from before precision existed resume as fp32
+        identity["precision"] = precisionName(params.precision);
+    return identity;
 }
 
 void checkResumable(const nlohmann::json &saved, const nlohmann::json &now, const std::filesystem::path &checkpoint)
 {
     // The most telling difference first (a JSON object iterates alphabetically).
     std::vector<std::string> keys = {"method", "model_name", "base_model", "corpus"};
-    for (const auto &item : now.items()) {
-        if (std::find(keys.begin(), keys.end(), item.key()) == keys.end())
-            keys.push_back(item.key());
+    for (const nlohmann::json *side : {&now, &saved}) {
+        for (const auto &item : side->items()) {
+            if (std::find(keys.begin(), keys.end(), item.key()) == keys.end())
+                keys.push_back(item.key());
+        }
     }
     for (const std::string &key : keys) {
-        const nlohmann::json &value = now.at(key);
+        const auto here = now.find(key);
         const auto it = saved.find(key);
-        if (it == saved.end() || *it != value) {
-            const std::string was = it == saved.end() ? std::string("nothing") : it->dump();
-            std::string shown = value.dump();
+        if (here == now.end() && it == saved.end())
+            continue;
+        if (it == saved.end() || here == now.end() || *it != *here) {
+            // Only non-fp32 precisions are part of the identity (checkpoints from before it existed are fp32).
+            const std::string absent = key == "precision" ? "\"fp32\"" : "nothing";
+            const std::string was = it == saved.end() ? absent : it->dump();
+            std::string shown = here == now.end() ? absent : here->dump();
             if (shown.size() > 120)
                 shown = shown.substr(0, 117) + "...";
             throw invalidInput("cannot resume from " + checkpoint.string() + ": it was written with " + key + " = "
@@ -325,6 +414,35 @@ void checkResumable(const nlohmann::json &saved, const nlohmann::json &now, cons
                                + " (resume with the same model, method, data and batch settings)");
         }
     }
+}
+
+/// The autocast state a precision trains under (none for fp32): bf16 on the CPU and on CUDA, fp16 on
+/// CUDA only (layers a device map puts on the CPU stay float32 then).
+std::optional<AutocastState> autocastFor(Precision precision)
+{
+    if (precision == Precision::Fp32)
+        return std::nullopt;
+    AutocastState state;
+    state.cuda = true;
+    if (precision == Precision::Bf16) {
+        state.cpu = true;
+        state.cpuDtype = torch::kBFloat16;
+        state.cudaDtype = torch::kBFloat16;
+    } else {
+        state.cudaDtype = torch::kHalf;
+    }
+    return state;
+}
+
+/// The model's float32 logits for `batch`, the forward under autocast when `amp` is set.
+torch::Tensor forwardLogits(model::LlamaForCausalLM &model, const torch::Tensor &batch, int64_t sequenceLength,
+                            const std::optional<AutocastState> &amp)
+{
+    const torch::Tensor ids = batch.narrow(1, 0, sequenceLength);
+    if (!amp)
+        return model->forward(ids);
+    const AutocastScope scope(*amp);
+    return model->forward(ids).to(torch::kFloat32);
 }
 
 /// Mean cross-entropy over the eval windows (all, or the first evalBatches batches), in eval mode.
@@ -343,7 +461,7 @@ double evaluate(model::LlamaForCausalLM &model, const TrainingParams &params, co
         const int64_t first = b * params.batchSize;
         const int64_t size = std::min(params.batchSize, count - first);
         const torch::Tensor batch = sequences.narrow(0, first, size).to(device);
-        const torch::Tensor logits = model->forward(batch.narrow(1, 0, params.sequenceLength));
+        const torch::Tensor logits = forwardLogits(model, batch, params.sequenceLength, autocastFor(params.precision));
         const torch::Tensor labels = allLabels.narrow(0, first, size).to(logits.device());
         lossSum += torch::nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}),
                                                         torch::nn::functional::CrossEntropyFuncOptions()
@@ -399,11 +517,11 @@ void logSample(model::LlamaForCausalLM &model, const TrainingParams &params, con
 model::LlamaForCausalLM buildModel(const TrainingParams &params, const PreparedJob &job, TrainingObserver &observer)
 {
     model::LlamaForCausalLM model{nullptr};
-    if (!params.devicePlacement.empty()) {
+    if (!job.devicePlacement.empty()) {
         // A device map (from the Plan page or a plan file): each tensor is read once, straight onto its
         // device; the model then moves activations at layer boundaries.
         model::DevicePlacement placement;
-        for (const auto &[module, device] : params.devicePlacement)
+        for (const auto &[module, device] : job.devicePlacement)
             placement.entries.emplace_back(module, model::normalizeDevice(device, "device map entry " + module));
         model = model::loadDispatched(job.weightsFolder, placement, {}, "the device map").model;
         observer.onLog(LogLevel::Info, "fine-tuning the weights in " + job.weightsFolder.string() + " across "
@@ -415,7 +533,7 @@ model::LlamaForCausalLM buildModel(const TrainingParams &params, const PreparedJ
         model = model::loadPretrained(job.weightsFolder);
         observer.onLog(LogLevel::Info, "fine-tuning the weights in " + job.weightsFolder.string());
     }
-    if (params.devicePlacement.empty())
+    if (job.devicePlacement.empty())
         model->to(job.device);
     if (params.method == TrainingMethod::Lora) {
         const model::LoraAttachment attached = model::attachLora(model, params.lora);
@@ -429,14 +547,59 @@ model::LlamaForCausalLM buildModel(const TrainingParams &params, const PreparedJ
     return model;
 }
 
-LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobControl &control,
-                     TrainingObserver &observer, store::RunStore &store, int64_t runId,
-                     const std::filesystem::path &outputDir, const std::optional<ResumePoint> &resume)
+/// Where the loop is, for an out-of-memory message, and what it left for the Inspect page.
+struct LoopPosition {
+    std::string phase = "loading the model";
+    int64_t step = 0;
+    std::string nonFiniteStepFolder; ///< set when a non-finite loss stopped the run
+};
+
+/// The step whose loss was not finite, as the inspector reproduces it: <output>/nonfinite-step-<N>/ with
+/// the weights the step ran with (the model in save_pretrained layout, or the LoRA adapter over its
+/// base) and batch.safetensors (input_ids and labels, every micro-batch). Nothing was updated, so
+/// `tunebench inspect --model DIR --data DIR/batch.safetensors` runs exactly that forward and backward.
+/// Returns the folder; empty (with a warning) when it could not be written.
+std::string saveNonFiniteStep(const std::filesystem::path &outputDir, int64_t step, model::LlamaForCausalLM &model,
+                              const TrainingParams &params, const PreparedJob &job,
+                              const std::vector<std::pair<torch::Tensor, torch::Tensor>> &micro, TrainingObserver &observer)
+{
+    const std::filesystem::path dir = outputDir / ("nonfinite-step-" + std::to_string(step));
+    try {
+        StagedFolder staged(dir);
+        if (params.method == TrainingMethod::Lora)
+            model::savePeftAdapter(model, params.lora, std::filesystem::absolute(job.weightsFolder).string(), staged.path());
+        else
+            model::savePretrained(model, staged.path());
+        if (!job.tokenizerPath.empty())
+            writeFileAtomically(staged.path() / "tokenizer.model", readFile(job.tokenizerPath));
+        std::vector<torch::Tensor> ids, labels;
+        for (const auto &[rows, rowLabels] : micro) {
+            ids.push_back(rows.narrow(1, 0, params.sequenceLength).to(torch::kInt64).contiguous());
+            labels.push_back(rowLabels.to(torch::kInt64).contiguous());
+        }
+        io::writeSafetensors(staged.path() / "batch.safetensors",
+                             {{"input_ids", torch::cat(ids)}, {"labels", torch::cat(labels)}},
+                             {{"step", std::to_string(step)}, {"format", "pt"}});
+        staged.commit(/*replace=*/true);
+        return dir.string();
+    } catch (const std::exception &e) {
+        observer.onLog(LogLevel::Warning, std::string("could not save the failing step for inspection: ") + e.what());
+        return {};
+    }
+}
+
+LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobControl &control,
+                    TrainingObserver &observer, store::RunStore &store, int64_t runId,
+                    const std::filesystem::path &outputDir, const std::optional<ResumePoint> &resume, LoopPosition &at)
 {
     torch::manual_seed(params.seed);
     model::LlamaForCausalLM model = buildModel(params, job, observer);
     // Inputs go where the embedding is; the labels go where the logits come out.
-    const torch::Device device = params.devicePlacement.empty() ? job.device : model->parameters().front().device();
+    const torch::Device device = job.devicePlacement.empty() ? job.device : model->parameters().front().device();
+    const std::optional<AutocastState> amp = autocastFor(params.precision);
+    std::optional<LossScaler> scaler;
+    if (params.precision == Precision::Fp16)
+        scaler.emplace();
     auto optimizer = makeOptimizer(model, params);
     std::vector<torch::Tensor> parameters;
     for (const auto &group : optimizer->groups()) {
@@ -458,6 +621,8 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
     int64_t lastCheckpointStep = 0;
     if (resume) {
         restoreCheckpoint(resume->checkpoint, resume->state, model, params, *optimizer);
+        if (scaler && resume->state.lossScale > 0)
+            scaler->restore(resume->state.lossScale, resume->state.lossScaleGrowthTracker);
         sampler.seek(resume->state.samplerShuffles, resume->state.samplerCursor);
         firstStep = resume->state.step + 1;
         wallOffset = resume->state.training.value("wall_seconds", 0.0);
@@ -485,6 +650,10 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
         state.samplerShuffles = sampler.shuffles();
         state.samplerCursor = sampler.cursor();
         state.optimizerSteps = optimizer->stepCount();
+        if (scaler) {
+            state.lossScale = scaler->currentScale();
+            state.lossScaleGrowthTracker = scaler->growthTracker();
+        }
         state.identity = identity;
         state.training = params.toJson();
         state.training["wall_seconds"] = wallNow();
@@ -494,17 +663,25 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
         store.addEvent(runId, LogLevel::Info, "checkpoint at step " + std::to_string(step) + ": " + folder.string());
     };
     const double tokensPerStep = static_cast<double>(params.batchSize * params.gradAccumulation * params.sequenceLength);
+    // Memory per device: the process's resident peak for the CPU, the caching allocator's peak per GPU.
+    std::vector<int> gpus;
+    for (const torch::Tensor &p : model->parameters()) {
+        if (p.is_cuda() && std::find(gpus.begin(), gpus.end(), p.get_device()) == gpus.end())
+            gpus.push_back(p.get_device());
+    }
     const bool haveEval = job.evalSequences.defined();
 
     if (!resume) {
         if (haveEval) {
             // Step 0: where the eval loss starts, so that the curve shows how far training moved it.
+            at.phase = "evaluation";
             const double before = evaluate(model, params, job.evalSequences, job.evalLabels, device);
             writer.addValue("eval/loss", 0, 0.0, before);
             writer.addValue("eval/perplexity", 0, 0.0, std::exp(before));
             observer.onLog(LogLevel::Info, "eval loss before training: " + formatDouble(before) + " (perplexity "
                                                + formatDouble(std::exp(before)) + ")");
         }
+        at.phase = "generating the sample";
         logSample(model, params, job, observer, store, runId, "before training", control);
     }
 
@@ -524,6 +701,10 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
         }
         const auto stepStart = Clock::now();
         const double lr = schedule.at(step);
+        at.step = step;
+        resetResidentPeak();
+        for (const int gpu : gpus)
+            resetCudaPeakMemory(gpu);
 
         // K micro-batches; each one's summed loss is divided by the step's token count, so that the
         // gradient equals that of one batch of K * B sequences.
@@ -538,8 +719,9 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
         optimizer->zeroGrad();
         double lossValue = 0;
         for (const auto &[rows, rowLabels] : micro) {
+            at.phase = "forward";
             const torch::Tensor batch = rows.to(device);
-            const torch::Tensor logits = model->forward(batch.narrow(1, 0, params.sequenceLength));
+            const torch::Tensor logits = forwardLogits(model, batch, params.sequenceLength, amp);
             const torch::Tensor labels = rowLabels.to(logits.device());
             const torch::Tensor loss = torch::nn::functional::cross_entropy(
                                            logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}),
@@ -548,8 +730,10 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
                                                .ignore_index(kIgnoreLabel))
                 / stepTokens;
             lossValue += loss.item<double>();
-            loss.backward();
+            at.phase = "backward";
+            (scaler ? scaler->scale(loss) : loss).backward();
         }
+        at.phase = "optimizer step";
         StepMetrics metrics;
         metrics.step = step;
         metrics.totalSteps = totalSteps;
@@ -558,26 +742,55 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
         if (!std::isfinite(lossValue)) {
             const std::string what = "the loss is " + formatDouble(lossValue) + " at step " + std::to_string(step);
             if (params.nonFinite == NonFinitePolicy::Stop) {
-                store.addEvent(runId, LogLevel::Error, what + "; run stopped before the update (inspect this step: "
-                                                                "tunebench inspect, or the Inspect page)");
+                at.nonFiniteStepFolder = saveNonFiniteStep(outputDir, step, model, params, job, micro, observer);
+                const std::string inspect = at.nonFiniteStepFolder.empty()
+                    ? std::string("tunebench inspect, or the Inspect page")
+                    : "tunebench inspect --model " + at.nonFiniteStepFolder + " --data " + at.nonFiniteStepFolder
+                        + "/batch.safetensors, or Inspect on the Train page";
+                store.addEvent(runId, LogLevel::Error, what + "; run stopped before the update (inspect this step: " + inspect + ")");
+                if (!at.nonFiniteStepFolder.empty())
+                    store.addArtifact(runId, "nonfinite_step", at.nonFiniteStepFolder);
                 throw invalidInput("training diverged: " + what + "; lower the learning rate (now "
-                                   + formatDouble(params.learningRate) + ") or inspect the step");
+                                   + formatDouble(params.learningRate) + ") or find where the NaN first appears: " + inspect);
+            }
+            if (scaler) { // as GradScaler: the non-finite gradients back the scale off
+                scaler->unscale(parameters);
+                scaler->update();
             }
             optimizer->zeroGrad();
             metrics.skipped = true;
             store.addEvent(runId, LogLevel::Warning, what + "; step skipped (no update)");
             observer.onLog(LogLevel::Warning, what + "; step skipped (no update)");
+        } else if (scaler && !scaler->unscale(parameters)) {
+            // fp16 overflowed in backward (the loss itself is finite): no update, a smaller scale next step.
+            optimizer->zeroGrad();
+            metrics.skipped = true;
+            scaler->update();
+            writer.addValue("train/loss_scale", step, wallNow(), scaler->currentScale());
         } else {
             const GradientNorm norm = clipGradients(parameters, params.gradClipNorm);
             metrics.gradNorm = norm.total;
             for (const auto &[deviceName, value] : norm.perDevice)
                 writer.addValue("train/grad_norm/" + deviceName, step, wallNow(), value);
             optimizer->step(lr);
+            if (scaler) {
+                scaler->update();
+                writer.addValue("train/loss_scale", step, wallNow(), scaler->currentScale());
+            }
         }
 
-        // The step's time and speed leave the evaluation out: it is not training work.
+        // The step's time, speed and memory leave the evaluation out: it is not training work.
         const double stepSeconds = secondsSince(stepStart);
+        metrics.cpuPeakBytes = residentPeakBytes();
+        if (metrics.cpuPeakBytes > 0)
+            writer.addValue("memory/cpu", step, wallNow(), static_cast<double>(metrics.cpuPeakBytes));
+        for (const int gpu : gpus) {
+            const int64_t peak = cudaMemoryStats(gpu).peakAllocatedBytes;
+            metrics.gpuPeakBytes += peak;
+            writer.addValue("memory/cuda:" + std::to_string(gpu), step, wallNow(), static_cast<double>(peak));
+        }
         if (haveEval && ((params.evalEvery > 0 && step % params.evalEvery == 0) || step == totalSteps)) {
+            at.phase = "evaluation";
             metrics.evaluated = true;
             metrics.evalLoss = evaluate(model, params, job.evalSequences, job.evalLabels, device);
             metrics.evalPerplexity = std::exp(metrics.evalLoss);
@@ -602,10 +815,36 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
     writer.flush();
     // At stop (Ctrl+C, Stop) and at the end: the state after the last finished step.
     checkpoint(result.steps);
+    at.phase = "generating the sample";
     if (result.steps >= firstStep)
         logSample(model, params, job, observer, store, runId, "after " + std::to_string(result.steps) + " steps", control);
     result.model = model;
     return result;
+}
+
+/// runSteps, with an allocation failure turned into one message naming the device, phase and step, and
+/// what to change.
+LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobControl &control,
+                     TrainingObserver &observer, store::RunStore &store, int64_t runId,
+                     const std::filesystem::path &outputDir, const std::optional<ResumePoint> &resume, LoopPosition &at)
+{
+    try {
+        return runSteps(params, job, control, observer, store, runId, outputDir, resume, at);
+    } catch (...) {
+        const ErrorInfo info = currentExceptionInfo();
+        if (info.kind != ErrorKind::OutOfMemory)
+            throw;
+        OutOfMemoryContext context;
+        context.phase = at.phase;
+        context.step = at.step;
+        context.defaultDevice = job.device.str();
+        context.modelPath = job.weightsFolder.empty() ? params.modelPath : job.weightsFolder.string();
+        context.batchSize = params.batchSize;
+        context.sequenceLength = params.sequenceLength;
+        context.lora = params.method == TrainingMethod::Lora;
+        context.checkpointing = params.gradientCheckpointing;
+        throw Error(ErrorKind::OutOfMemory, outOfMemoryMessage(info.message, context));
+    }
 }
 
 std::filesystem::path runOutputDir(const TrainingParams &params, int64_t runId)
@@ -669,6 +908,29 @@ std::optional<int64_t> parseRunId(const std::string &text)
 }
 
 } // namespace
+
+std::string describePreview(const DatasetPreview &p, const TrainingParams &params)
+{
+    std::string out;
+    auto line = [&](const std::string &label, const std::string &text) { out += label + text + "\n"; };
+    line("data:       ", (params.dataPath.empty() ? std::string("the demo corpus") : params.dataPath) + " (" + p.format + ")");
+    line("tokenizer:  ", p.tokenizer.empty() ? std::string("(none: pre-tokenized)") : p.tokenizer);
+    line("examples:   ", std::to_string(p.examples) + ", " + std::to_string(p.tokens) + " tokens");
+    line("rows:       ", std::to_string(p.rows) + " of " + std::to_string(params.sequenceLength) + " tokens for training, "
+                            + std::to_string(p.evalRows) + " for eval; " + std::to_string(p.labelledTokens)
+                            + " targets in the loss");
+    line("truncated:  ", std::to_string(p.truncated) + " examples longer than the sequence length");
+    if (p.nothingToLearn > 0)
+        line("dropped:    ", std::to_string(p.nothingToLearn) + " examples with nothing to learn");
+    if (p.skippedBadLines > 0)
+        line("skipped:    ", std::to_string(p.skippedBadLines) + " malformed lines");
+    for (size_t i = 0; i < p.samples.size(); ++i) {
+        const auto &s = p.samples[i];
+        out += "\n--- row " + std::to_string(i + 1) + ": " + std::to_string(s.inputTokens) + " tokens in, "
+            + std::to_string(s.learnedTokens) + " learned\n" + s.input + "\n--- learned:\n" + s.learned + "\n";
+    }
+    return out;
+}
 
 std::filesystem::path resolveRunFolder(const std::string &runOrFolder, const std::string &storePath)
 {
@@ -751,6 +1013,7 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
     TrainingOutcome outcome;
     std::optional<store::RunStore> store;
     std::optional<PreparedJob> job;
+    LoopPosition at;
     try {
         params.validate();
         applyThreadCount(params.threads);
@@ -794,6 +1057,13 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
                                      {"tokenizer", job->tokenizerPath}, {"corpus", job->corpusPath.string()},
                                      {"corpus_tokens", job->corpusTokens}};
             config["training"]["threads"] = params.threads > 0 ? params.threads : hardwareThreads();
+            if (params.autoDeviceMap) { // what "auto" planned on this machine, in map order (empty: one device)
+                nlohmann::json planned = nlohmann::json::array();
+                for (const auto &[module, device] : job->devicePlacement)
+                    planned.push_back({module, device});
+                config["training"]["device_map_planned"] = planned;
+                config["training"]["device"] = job->device.str();
+            }
             if (!params.outputDir.empty())
                 config["output_dir"] = std::filesystem::absolute(params.outputDir).string();
             outcome.runId = store->createRun(runName, config.dump(), job->modelName);
@@ -811,14 +1081,20 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
         observer.onLog(LogLevel::Info, "run " + std::to_string(outcome.runId) + " in " + outcome.storePath + ": "
                                            + std::to_string(job->config.parameterCount()) + " parameters");
 
-        LoopResult loop = trainLoop(params, *job, control, observer, *store, outcome.runId, outputDir, resume);
+        LoopResult loop = trainLoop(params, *job, control, observer, *store, outcome.runId, outputDir, resume, at);
         outcome.status = loop.status;
         outcome.stepsCompleted = loop.steps;
         outcome.firstLoss = loop.firstLoss;
         outcome.lastLoss = loop.lastLoss;
         outcome.lastEvalLoss = loop.lastEvalLoss;
         outcome.lastCheckpoint = loop.lastCheckpoint;
-        writeLossPlot(outcome, loop.curve, *store, runName, observer, outputDir);
+        std::vector<report::CurvePoint> curve = loop.curve;
+        if (resume) { // the whole run's curve: the steps before the checkpoint are in the store
+            curve.clear();
+            for (const store::MetricPoint &point : store->metric(outcome.runId, "train/loss"))
+                curve.push_back({static_cast<double>(point.step), point.value});
+        }
+        writeLossPlot(outcome, curve, *store, runName, observer, outputDir);
         if (params.saveModel && loop.steps > 0)
             saveTrained(params, outcome, *loop.model, *job, *store, observer, outputDir);
         const bool cancelled = loop.status == JobStatus::Cancelled;
@@ -829,6 +1105,7 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
     } catch (...) {
         outcome.status = JobStatus::Failed;
         outcome.error = currentExceptionInfo();
+        outcome.nonFiniteStepPath = at.nonFiniteStepFolder;
         if (store && outcome.runId > 0) {
             try {
                 store->addEvent(outcome.runId, LogLevel::Error, outcome.error->message);

@@ -49,6 +49,9 @@ struct TrainingOutcome {
     std::string lastCheckpoint;     ///< the newest checkpoint folder; empty when none was written
     int64_t resumedFromStep = 0;    ///< > 0 when the run continued from a checkpoint at this step
     double lastEvalLoss = 0;        ///< the last evaluation's loss; 0 when there was no eval data
+    /// A non-finite loss stopped the run: the folder with that step for the inspector (the weights it
+    /// ran with and batch.safetensors); empty otherwise.
+    std::string nonFiniteStepPath;
 };
 
 /// What a run would train on, for `train --preview` and the Train page.
@@ -75,6 +78,9 @@ struct DatasetPreview {
 /// Reads and tokenizes the data exactly as runTraining would (nothing is trained or stored) and decodes
 /// the first `count` rows. Throws engine::Error for bad input.
 DatasetPreview previewData(const TrainingParams &params, JobControl &control, TrainingObserver &observer, int count = 3);
+/// The preview as the CLI (`train --preview`) and the Train page show it: the counts, then each row's
+/// input and the part the loss is computed on.
+std::string describePreview(const DatasetPreview &preview, const TrainingParams &params);
 
 /// The folder of a run for --resume, export and metrics: `runOrFolder` itself when it is a folder, else
 /// the run with that id in `storePath` (its output folder: the --output it was given, or

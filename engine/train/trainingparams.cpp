@@ -37,6 +37,16 @@ const char *methodName(TrainingMethod method)
     return method == TrainingMethod::Lora ? "lora" : "full";
 }
 
+const char *precisionName(Precision precision)
+{
+    switch (precision) {
+    case Precision::Bf16: return "bf16";
+    case Precision::Fp16: return "fp16";
+    case Precision::Fp32: break;
+    }
+    return "fp32";
+}
+
 const char *optimizerName(OptimizerKind kind)
 {
     return kind == OptimizerKind::AdamW ? "adamw" : "sgd";
@@ -67,7 +77,15 @@ void TrainingParams::validate() const
     requireRange("weight decay", weightDecay, 0.0, 10.0);
     requireFinite("gradient clip norm", gradClipNorm);
     requireRange("gradient clip norm", gradClipNorm, 0.0, 1e9);
-    canonicalDeviceName(device, "setting device");
+    const bool onCuda = isCudaDeviceName(canonicalDeviceName(device, "setting device"))
+        || std::any_of(devicePlacement.begin(), devicePlacement.end(),
+                       [](const auto &entry) { return entry.second.rfind("cuda", 0) == 0; });
+    if (autoDeviceMap && !devicePlacement.empty())
+        throw invalidInput("a device map is either planned (auto) or given, not both");
+    if (precision == Precision::Fp16 && !onCuda && !autoDeviceMap) {
+        throw invalidInput("precision fp16 needs a CUDA device (--device cuda, or a device map with cuda:N): "
+                           "fp16 with loss scaling is for GPUs; on the CPU use bf16");
+    }
     requireRange<int64_t>("epochs", epochs, 0, 1'000'000);
     requireRange<int64_t>("gradient accumulation", gradAccumulation, 1, 65536);
     requireFinite("momentum", momentum);
@@ -106,7 +124,7 @@ nlohmann::json TrainingParams::toJson() const
         {"grad_clip_norm", gradClipNorm},
         {"threads", threads},
         {"device", canonicalDeviceName(device)},
-        {"device_map", devicePlacementJson()},
+        {"device_map", autoDeviceMap ? nlohmann::json("auto") : devicePlacementJson()},
         {"seed", seed},
         {"save_model", saveModel},
         {"method", methodName(method)},
@@ -121,6 +139,7 @@ nlohmann::json TrainingParams::toJson() const
         {"epochs", epochs},
         {"grad_accumulation", gradAccumulation},
         {"gradient_checkpointing", gradientCheckpointing},
+        {"precision", precisionName(precision)},
         {"eval_data", evalDataPath},
         {"val_fraction", valFraction},
         {"eval_every", evalEvery},

@@ -21,6 +21,13 @@ const char *methodName(TrainingMethod method);
 /// "adamw" / "sgd".
 const char *optimizerName(OptimizerKind kind);
 
+/// The arithmetic of forward and backward. Weights, optimizer state and the loss stay float32 in every
+/// case; bf16 and fp16 run the matrix products under autocast (torch.autocast), fp16 with dynamic loss
+/// scaling (torch.amp.GradScaler's rules). fp16 needs CUDA.
+enum class Precision { Fp32, Bf16, Fp16 };
+/// "fp32" / "bf16" / "fp16".
+const char *precisionName(Precision precision);
+
 /// What happens when a step's loss is NaN or infinite.
 enum class NonFinitePolicy { Stop, Skip };
 
@@ -45,6 +52,9 @@ struct TrainingParams {
     /// A device map (module prefix, "cpu" / "disk" / "cuda:N"), e.g. a Plan's placements(): the model is
     /// loaded onto those devices tensor by tensor and trains across them. Empty = all on `device`.
     std::vector<std::pair<std::string, std::string>> devicePlacement;
+    /// Plan the device map on this machine's GPUs and RAM for this run (--device-map auto), as the
+    /// Plan page would; the planned map is stored with the run. Excludes devicePlacement.
+    bool autoDeviceMap = false;
     uint64_t seed = 1234;
     bool saveModel = true;      ///< save the trained model (save_pretrained layout + tokenizer) to <output>/model
 
@@ -56,6 +66,7 @@ struct TrainingParams {
     int64_t epochs = 0;         ///< > 0: steps = epochs * ceil(sequences / (batch * accumulation))
     int64_t gradAccumulation = 1; ///< micro-batches of batchSize per optimizer step
     bool gradientCheckpointing = false;
+    Precision precision = Precision::Fp32;
 
     std::string evalDataPath;   ///< a second corpus for eval loss; empty = valFraction of the training data
     double valFraction = 0;     ///< fraction of the training sequences held out for eval (when no evalDataPath)

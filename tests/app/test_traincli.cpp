@@ -272,3 +272,28 @@ TEST_F(TrainCliTest, TheDemoFineTunesTheBundledBaseWithLoraAndShowsSamplesAndEva
     ASSERT_EQ(eval.size(), 3u) << "steps 0, 3 and 6";
     EXPECT_LT(eval[2]["value"].get<double>(), eval[0]["value"].get<double>()) << "LoRA on the Jargon File lowers its eval loss";
 }
+
+TEST_F(TrainCliTest, PrecisionAndAnAutoDeviceMapAreFlagsThatTakeEffect)
+{
+    // bf16 on the CPU trains (autocast) and is recorded with the run; fp16 asks for a GPU by name.
+    const ProcessResult bf16 = run({"train", "--demo", "--steps", "3", "--threads", "1", "--precision", "bf16",
+                                    "--device-map", "auto", "--output", (dir() / "bf16").string()},
+                                   "bf16");
+    ASSERT_EQ(bf16.exitCode, 0) << bf16.err;
+    EXPECT_NE(bf16.err.find("device map auto: "), std::string::npos) << bf16.err;
+    const ProcessResult show = run({"runs", "show", (dir() / "bf16").string(), "--json"}, "bf16-show");
+    ASSERT_EQ(show.exitCode, 0) << show.err;
+    const json training = json::parse(show.out)["config"]["training"];
+    EXPECT_EQ(training["precision"], "bf16") << show.out;
+    EXPECT_EQ(training["device_map"], "auto") << show.out;
+    EXPECT_TRUE(training.contains("device_map_planned")) << show.out;
+    const ProcessResult fp16 = run({"train", "--demo", "--steps", "3", "--threads", "1", "--precision", "fp16",
+                                    "--output", (dir() / "fp16").string()},
+                                   "fp16");
+    EXPECT_NE(fp16.exitCode, 0);
+    EXPECT_NE(fp16.err.find("precision fp16 needs a CUDA device"), std::string::npos) << fp16.err;
+    EXPECT_FALSE(fs::exists(dir() / "fp16" / "run.json")) << "a refused run leaves nothing behind";
+    const ProcessResult typo = run({"train", "--demo", "--precision", "bf32"}, "bf32");
+    EXPECT_NE(typo.exitCode, 0);
+    EXPECT_NE(typo.err.find("--precision"), std::string::npos) << typo.err;
+}

@@ -247,6 +247,66 @@ TEST_F(MainWindowTest, AFailedJobSaysWhyAndReturnsToIdle)
     expectIdleControls();
 }
 
+TEST_F(MainWindowTest, PreviewDataShowsWhatARunWouldTrainOnAndTrainsNothing)
+{
+    setSmallSettings(10);
+    click("previewButton");
+    ASSERT_TRUE(m_window->bridge()->isBusy());
+    EXPECT_FALSE(child<QPushButton>("startButton")->isEnabled()) << "no run while the preview reads the data";
+    ASSERT_TRUE(waitForIdle());
+    const QString log = logText();
+    EXPECT_TRUE(log.contains(QStringLiteral("Data preview (nothing trained):"))) << log.toStdString();
+    EXPECT_TRUE(log.contains(QStringLiteral("rows:"))) << log.toStdString();
+    EXPECT_TRUE(log.contains(QStringLiteral("--- row 1: "))) << log.toStdString();
+    EXPECT_EQ(child<ui::LossPlot>("lossPlot")->pointCount(), 0);
+    m_window->showPage(ui::MainWindow::Page::Runs);
+    EXPECT_TRUE(runStatuses().isEmpty()) << "a preview records no run";
+}
+
+TEST_F(MainWindowTest, EvalLossAndMemoryShowWhileTraining)
+{
+    setSmallSettings(8);
+    child<QDoubleSpinBox>("valFractionSpin")->setValue(0.1);
+    click("startButton");
+    ASSERT_TRUE(waitForIdle());
+    EXPECT_EQ(m_window->trainPage()->stateText(), QStringLiteral("Succeeded")) << logText().toStdString();
+    auto *plot = child<ui::LossPlot>("lossPlot");
+    EXPECT_EQ(plot->pointCount(), 8);
+    EXPECT_GE(plot->evalPointCount(), 2) << "evaluated every steps/10 steps and at the end";
+    EXPECT_TRUE(child<QLabel>("memoryValue")->text().contains(QStringLiteral("CPU")))
+        << child<QLabel>("memoryValue")->text().toStdString();
+}
+
+TEST_F(MainWindowTest, ANanLossOffersItsStepOnTheInspectPage)
+{
+    const QString folder = uitest::nanModelFolder();
+    ASSERT_FALSE(folder.isEmpty());
+    setSmallSettings(5);
+    child<QLineEdit>("modelEdit")->setText(folder);
+    child<QLineEdit>("corpusEdit")->setText(folder + QStringLiteral("/ids.jsonl"));
+    child<QSpinBox>("seqLenSpin")->setValue(16);
+    child<QDoubleSpinBox>("valFractionSpin")->setValue(0);
+    auto *inspectButton = child<QPushButton>("inspectStepButton");
+    EXPECT_FALSE(inspectButton->isVisible());
+    click("startButton");
+    ASSERT_TRUE(waitForIdle());
+    EXPECT_EQ(m_window->trainPage()->stateText(), QStringLiteral("Failed")) << logText().toStdString();
+    EXPECT_TRUE(logText().contains(QStringLiteral("the loss is nan at step 1"))) << logText().toStdString();
+    ASSERT_TRUE(inspectButton->isVisible()) << logText().toStdString();
+    EXPECT_TRUE(inspectButton->text().contains(QStringLiteral("Step 1"))) << inspectButton->text().toStdString();
+
+    click("inspectStepButton");
+    EXPECT_EQ(m_window->currentPage(), ui::MainWindow::Page::Inspect);
+    ASSERT_TRUE(waitForIdle());
+    ASSERT_TRUE(QTest::qWaitFor([&] { return m_window->inspectPage()->report() != nullptr; }, 10'000));
+    const auto &report = m_window->inspectPage()->report();
+    EXPECT_EQ(report->status, engine::inspect::InspectStatus::Nan) << report->summary << report->error;
+    ASSERT_TRUE(report->nan.has_value());
+    EXPECT_EQ(report->nan->module, "model.norm");
+    EXPECT_TRUE(m_window->inspectPage()->diagnosisText().contains(QStringLiteral("model.norm")))
+        << m_window->inspectPage()->diagnosisText().toStdString();
+}
+
 // Saves the README's picture of the Train page when TUNEBENCH_SCREENSHOT names a PNG path.
 TEST_F(MainWindowTest, Screenshot)
 {

@@ -8,6 +8,7 @@
 #include "engine/core/threads.h"
 #include "ui/widgets/lossplot.h"
 
+#include <QCheckBox>
 #include <QDir>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -98,11 +99,26 @@ TrainPage::TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidge
     connect(m_startButton, &QPushButton::clicked, this, [this] { start(); });
     connect(m_pauseButton, &QPushButton::clicked, this, &TrainPage::togglePause);
     connect(m_stopButton, &QPushButton::clicked, this, &TrainPage::stop);
+    m_previewButton = new QPushButton(tr("Pre&view Data"), this);
+    m_previewButton->setObjectName(QStringLiteral("previewButton"));
+    m_previewButton->setToolTip(tr("Read and tokenize the data as this run would and show the counts and first rows "
+                                   "in the log (nothing is trained)"));
+    connect(m_previewButton, &QPushButton::clicked, this, [this] { previewData(); });
     auto *buttons = new QHBoxLayout;
     buttons->addWidget(m_startButton);
     buttons->addWidget(m_pauseButton);
     buttons->addWidget(m_stopButton);
+    buttons->addWidget(m_previewButton);
     leftLayout->addLayout(buttons);
+    m_inspectButton = new QPushButton(this);
+    m_inspectButton->setObjectName(QStringLiteral("inspectStepButton"));
+    m_inspectButton->setToolTip(tr("Record the failed step on the Inspect page: which op first produced NaN or Inf, "
+                                   "in which module"));
+    m_inspectButton->hide();
+    connect(m_inspectButton, &QPushButton::clicked, this, [this] {
+        Q_EMIT inspectStepRequested(m_nonFiniteStep, QDir(m_nonFiniteStep).filePath(QStringLiteral("batch.safetensors")));
+    });
+    leftLayout->addWidget(m_inspectButton);
 
     m_progressBar = new QProgressBar(this);
     m_progressBar->setObjectName(QStringLiteral("progressBar"));
@@ -141,6 +157,19 @@ TrainPage::TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidge
     connect(&m_bridge, &app::EngineBridge::stepMetrics, this, &TrainPage::onStepMetrics);
     connect(&m_bridge, &app::EngineBridge::jobFinished, this, &TrainPage::onJobFinished);
     connect(&m_bridge, &app::EngineBridge::logLine, this, &TrainPage::appendLog);
+    connect(&m_bridge, &app::EngineBridge::previewFinished, this, [this](bool ok, const QString &text) {
+        if (!m_previewing)
+            return;
+        m_previewing = false;
+        if (ok) {
+            appendLog(engine::LogLevel::Info, tr("Data preview (nothing trained):\n%1").arg(text.trimmed()));
+            Q_EMIT statusMessage(tr("Data preview in the log"), 5000);
+        } else {
+            appendLog(engine::LogLevel::Error, tr("Cannot preview the data: %1").arg(text));
+            Q_EMIT statusMessage(tr("Cannot preview the data: %1").arg(text), 15000);
+        }
+        updateControls();
+    });
     connect(&m_bridge, &app::EngineBridge::jobStarted, this, [this] {
         if (!m_bridge.isCancelling())
             setState(m_bridge.isPaused() ? tr("Paused") : tr("Running"));
@@ -317,6 +346,18 @@ QWidget *TrainPage::createSettingsBox()
     m_sampleEdit->setPlaceholderText(tr("No sample"));
     m_sampleEdit->setToolTip(tr("A prompt: the log shows its greedy continuation before and after training"));
     form->addRow(tr("Sam&ple prompt:"), m_sampleEdit);
+    m_precisionCombo = new QComboBox(box);
+    m_precisionCombo->setObjectName(QStringLiteral("precisionCombo"));
+    m_precisionCombo->addItem(tr("fp32"), QStringLiteral("fp32"));
+    m_precisionCombo->addItem(tr("bf16 (autocast)"), QStringLiteral("bf16"));
+    m_precisionCombo->addItem(tr("fp16 (autocast, loss scaling; CUDA)"), QStringLiteral("fp16"));
+    m_precisionCombo->setToolTip(tr("The arithmetic of forward and backward; weights and optimizer state stay fp32"));
+    form->addRow(tr("Prec&ision:"), m_precisionCombo);
+    m_checkpointingCheck = new QCheckBox(tr("Gradient checkpointing"), box);
+    m_checkpointingCheck->setObjectName(QStringLiteral("checkpointingCheck"));
+    m_checkpointingCheck->setToolTip(tr("Recompute each decoder layer in backward instead of keeping its activations: "
+                                        "less memory, about a third more compute"));
+    form->addRow(QString(), m_checkpointingCheck);
     return box;
 }
 
@@ -340,6 +381,9 @@ QWidget *TrainPage::createProgressBox()
     form->addRow(tr("Run:"), m_runValue);
     m_evalValue = valueLabel(QStringLiteral("evalValue"), box);
     form->addRow(tr("Eval loss:"), m_evalValue);
+    m_memoryValue = valueLabel(QStringLiteral("memoryValue"), box);
+    m_memoryValue->setToolTip(tr("Peak memory of the last step: the process's resident memory, and the GPUs' allocations"));
+    form->addRow(tr("Memory:"), m_memoryValue);
     return box;
 }
 
@@ -366,7 +410,26 @@ engine::train::TrainingParams TrainPage::params() const
     params.evalBatches = 16; // a held-out slice of a large corpus would otherwise cost more than the training
     params.saveEvery = m_saveEverySpin->value();
     params.samplePrompt = m_sampleEdit->text().toStdString();
+    const QString precision = m_precisionCombo->currentData().toString();
+    params.precision = precision == QStringLiteral("bf16")   ? engine::train::Precision::Bf16
+                       : precision == QStringLiteral("fp16") ? engine::train::Precision::Fp16
+                                                             : engine::train::Precision::Fp32;
+    params.gradientCheckpointing = m_checkpointingCheck->isChecked();
     return params;
+}
+
+bool TrainPage::previewData()
+{
+    QString error;
+    if (!m_bridge.startPreview(params(), &error)) {
+        appendLog(engine::LogLevel::Error, tr("Cannot preview the data: %1").arg(error));
+        Q_EMIT statusMessage(tr("Cannot preview the data: %1").arg(error), 15000);
+        return false;
+    }
+    m_previewing = true;
+    appendLog(engine::LogLevel::Info, tr("Reading and tokenizing the data…"));
+    updateControls();
+    return true;
 }
 
 bool TrainPage::start()
@@ -391,8 +454,11 @@ bool TrainPage::start()
     m_progressBar->setRange(0, static_cast<int>(p.steps));
     m_progressBar->setValue(0);
     m_progressBar->setFormat(tr("Starting…"));
-    for (QLabel *label : {m_lossValue, m_smoothedValue, m_lrValue, m_gradNormValue, m_speedValue, m_elapsedValue, m_runValue})
+    for (QLabel *label : {m_lossValue, m_smoothedValue, m_lrValue, m_gradNormValue, m_speedValue, m_elapsedValue, m_runValue,
+                          m_evalValue, m_memoryValue})
         label->setText(QStringLiteral("–"));
+    m_nonFiniteStep.clear();
+    m_inspectButton->hide();
     appendLog(engine::LogLevel::Info,
               tr("Starting: %1 steps, batch %2 × %3 tokens, learning rate %4, %5 threads, on %6")
                   .arg(p.steps)
@@ -438,8 +504,12 @@ void TrainPage::onStepMetrics(const QList<engine::train::StepMetrics> &batch)
 {
     if (batch.isEmpty())
         return;
-    for (const engine::train::StepMetrics &m : batch)
-        m_plot->addPoint(static_cast<double>(m.step), m.loss);
+    for (const engine::train::StepMetrics &m : batch) {
+        if (m.step > 0) // step 0 carries only the eval loss before training
+            m_plot->addPoint(static_cast<double>(m.step), m.loss);
+        if (m.evaluated)
+            m_plot->addEvalPoint(static_cast<double>(m.step), m.evalLoss);
+    }
     m_plot->replot();
 
     const engine::train::StepMetrics &last = batch.back();
@@ -457,6 +527,14 @@ void TrainPage::onStepMetrics(const QList<engine::train::StepMetrics> &batch)
     m_gradNormValue->setText(formatNumber(last.gradNorm, 3));
     m_speedValue->setText(tr("%1 tokens/s").arg(QLocale().toString(last.tokensPerSecond, 'f', 0)));
     m_elapsedValue->setText(formatDuration(last.wallSeconds));
+    if (last.cpuPeakBytes > 0 || last.gpuPeakBytes > 0) {
+        QStringList parts;
+        if (last.cpuPeakBytes > 0)
+            parts << tr("%1 CPU").arg(QLocale().formattedDataSize(last.cpuPeakBytes, 1, QLocale::DataSizeTraditionalFormat));
+        if (last.gpuPeakBytes > 0)
+            parts << tr("%1 GPU").arg(QLocale().formattedDataSize(last.gpuPeakBytes, 1, QLocale::DataSizeTraditionalFormat));
+        m_memoryValue->setText(parts.join(QStringLiteral(" · ")));
+    }
     for (const engine::train::StepMetrics &m : batch) {
         if (m.evaluated)
             m_evalValue->setText(tr("%1 (perplexity %2) at step %3").arg(formatNumber(m.evalLoss)).arg(formatNumber(m.evalPerplexity, 4)).arg(m.step));
@@ -497,6 +575,13 @@ void TrainPage::onJobFinished(const app::JobOutcome &outcome)
         }
         setState(tr("Failed"));
         Q_EMIT statusMessage(tr("Training failed: %1").arg(outcome.errorMessage), 0);
+        if (!outcome.nonFiniteStepPath.isEmpty()) {
+            // The NaN guard kept the step: one click records it on the Inspect page.
+            m_nonFiniteStep = outcome.nonFiniteStepPath;
+            const QString step = QFileInfo(m_nonFiniteStep).fileName().section(QLatin1Char('-'), -1); // nonfinite-step-<N>
+            m_inspectButton->setText(tr("&Inspect Step %1: Where Did NaN First Appear?").arg(step));
+            m_inspectButton->show();
+        }
         break;
     }
     updateControls();
@@ -507,12 +592,14 @@ void TrainPage::updateControls()
     const bool busy = m_bridge.isBusy();
     const bool cancelling = m_bridge.isCancelling();
     m_startButton->setEnabled(!busy);
+    m_previewButton->setEnabled(!busy);
     m_pauseButton->setEnabled(busy && !cancelling);
     m_stopButton->setEnabled(busy && !cancelling);
     m_pauseButton->setText(m_bridge.isPaused() ? tr("&Resume") : tr("&Pause"));
     for (QWidget *field : std::initializer_list<QWidget *>{m_modelEdit, m_corpusEdit, m_browseButton, m_stepsSpin, m_lrSpin,
                                                            m_batchSpin, m_seqLenSpin, m_threadsSpin, m_methodCombo,
-                                                           m_valFractionSpin, m_saveEverySpin, m_sampleEdit})
+                                                           m_valFractionSpin, m_saveEverySpin, m_sampleEdit,
+                                                           m_precisionCombo, m_checkpointingCheck})
         field->setEnabled(!busy);
     const bool lora = m_methodCombo->currentData().toString() == QStringLiteral("lora");
     m_loraRankSpin->setEnabled(!busy && lora);

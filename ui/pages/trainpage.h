@@ -10,6 +10,7 @@
 #include <QList>
 #include <QWidget>
 
+class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
@@ -51,6 +52,9 @@ public:
     QString stateText() const { return m_stateText; }
 
 public Q_SLOTS:
+    /// Reads and tokenizes the data as a run with these settings would, on the engine thread, and shows
+    /// the counts and first rows in the log. False (with the reason in the log) when it cannot start.
+    bool previewData();
     /// Starts a job with the fields' settings. Returns false (and says why in the log and the
     /// status bar) when the settings are invalid or a job is running.
     bool start();
@@ -63,6 +67,8 @@ Q_SIGNALS:
     void stateChanged(const QString &state);
     void progressChanged(qint64 step, qint64 totalSteps, double tokensPerSecond);
     void statusMessage(const QString &text, int timeoutMs);
+    /// "Inspect step N" after a non-finite loss stopped a run: the step's folder (its weights) and batch.
+    void inspectStepRequested(const QString &modelFolder, const QString &batchFile);
 
 private:
     QWidget *createSettingsBox();
@@ -97,6 +103,12 @@ private:
     QDoubleSpinBox *m_valFractionSpin = nullptr;
     QSpinBox *m_saveEverySpin = nullptr;
     QLineEdit *m_sampleEdit = nullptr;
+    QComboBox *m_precisionCombo = nullptr;
+    QCheckBox *m_checkpointingCheck = nullptr;
+    QPushButton *m_previewButton = nullptr;
+    QPushButton *m_inspectButton = nullptr;
+    QString m_nonFiniteStep; ///< the failed run's kept step, for m_inspectButton
+    bool m_previewing = false;
     QPushButton *m_startButton = nullptr;
     QPushButton *m_pauseButton = nullptr;
     QPushButton *m_stopButton = nullptr;
@@ -109,6 +121,7 @@ private:
     QLabel *m_elapsedValue = nullptr;
     QLabel *m_runValue = nullptr;
     QLabel *m_evalValue = nullptr;
+    QLabel *m_memoryValue = nullptr;
     LossPlot *m_plot = nullptr;
     QPlainTextEdit *m_log = nullptr;
 };

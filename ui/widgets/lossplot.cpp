@@ -23,6 +23,10 @@ LossPlot::LossPlot(QWidget *parent) : QWidget(parent)
     m_raw->setName(tr("Loss (raw)"));
     m_smoothed = m_plot->addGraph();
     m_smoothed->setName(tr("Loss (smoothed)"));
+    m_eval = m_plot->addGraph();
+    m_eval->setName(tr("Eval loss"));
+    m_eval->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 7));
+    m_eval->removeFromLegend(); // until the first evaluation
     m_plot->xAxis->setLabel(tr("Step"));
     m_plot->yAxis->setLabel(tr("Loss"));
     m_plot->xAxis->setRange(0, 1);
@@ -62,6 +66,11 @@ void LossPlot::applyPalette()
     rawColor.setAlpha(110);
     m_raw->setPen(QPen(rawColor, 1.2));
     m_smoothed->setPen(QPen(accent, 2.4));
+    // The eval curve in the palette's link colour, or a warm contrast when it is too close to the accent.
+    QColor evalColor = pal.color(QPalette::Link);
+    if (std::abs(evalColor.hslHue() - accent.hslHue()) < 40)
+        evalColor = QColor::fromHsl((accent.hslHue() + 160) % 360, 170, text.lightness() > 128 ? 160 : 110);
+    m_eval->setPen(QPen(evalColor, 1.8));
     m_plot->legend->setBrush(base);
     m_plot->legend->setBorderPen(QPen(grid));
     m_plot->legend->setTextColor(text);
@@ -80,6 +89,8 @@ void LossPlot::clear()
 {
     m_raw->data()->clear();
     m_smoothed->data()->clear();
+    m_eval->data()->clear();
+    m_eval->removeFromLegend();
     m_ema = 0;
     m_betaPower = 1;
     m_lastRaw = 0;
@@ -120,12 +131,30 @@ void LossPlot::addPoint(double step, double loss)
     m_smoothed->addData(step, m_lastSmoothed);
 }
 
+void LossPlot::addEvalPoint(double step, double loss)
+{
+    if (!std::isfinite(loss))
+        return;
+    if (m_eval->dataCount() == 0)
+        m_eval->addToLegend();
+    m_emptyHint->setVisible(false);
+    m_maxStep = std::max(m_maxStep, step);
+    m_eval->addData(step, loss);
+}
+
+int LossPlot::evalPointCount() const { return m_eval->dataCount(); }
+
 void LossPlot::rescale()
 {
     const double xMax = std::max({static_cast<double>(m_totalSteps), m_maxStep, 1.0});
     m_plot->xAxis->setRange(0, xMax);
     bool found = false;
-    const QCPRange range = m_raw->data()->valueRange(found);
+    QCPRange range = m_raw->data()->valueRange(found);
+    bool evalFound = false;
+    const QCPRange evalRange = m_eval->data()->valueRange(evalFound);
+    if (evalFound)
+        range = found ? QCPRange(std::min(range.lower, evalRange.lower), std::max(range.upper, evalRange.upper)) : evalRange;
+    found = found || evalFound;
     if (!found) {
         m_plot->yAxis->setRange(0, 1);
         return;

@@ -22,6 +22,10 @@ public:
     void setTotalSteps(qint64 steps);
     /// Appends one step; call replot() after a batch. Non-finite losses show as gaps.
     void addPoint(double step, double loss);
+    /// Appends an evaluation (eval loss at `step`), drawn as marked points joined by a line in a second
+    /// colour; its legend entry appears with the first one.
+    void addEvalPoint(double step, double loss);
+    int evalPointCount() const;
     /// Redraws once (queued, so several calls in one event cost one paint).
     void replot();
 
@@ -44,6 +48,7 @@ private:
     QCustomPlot *m_plot = nullptr;
     QCPGraph *m_raw = nullptr;
     QCPGraph *m_smoothed = nullptr;
+    QCPGraph *m_eval = nullptr;
     QCPItemText *m_emptyHint = nullptr;
     qint64 m_totalSteps = 0;
     double m_beta = 0.85;

@@ -1,6 +1,7 @@
 // LoRA on the LLaMA model (engine/model/lora.h): PEFT's target semantics, gradients against finite
 // differences, merge equals base + adapter, the PEFT file layout, and gradient checkpointing.
 
+#include "engine/core/autocast.h"
 #include "engine/core/error.h"
 #include "engine/io/safetensorsfile.h"
 #include "engine/model/lora.h"
@@ -284,8 +285,9 @@ TEST(Lora, DropoutActsInTrainingOnly)
 
 TEST(GradientCheckpointing, GivesTheSameLossAndGradientsWithLoraDropoutAndFullTraining)
 {
-    for (const bool lora : {false, true}) {
-        auto run = [&](bool checkpointing) {
+    double fp32Loss = 0;
+    for (const auto &[lora, bf16] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
+        auto run = [&, lora = lora, bf16 = bf16](bool checkpointing) {
             LlamaForCausalLM model = randomLlama(tinyLlama(), 5);
             if (lora) {
                 LoraSettings s = settings({"q_proj", "v_proj", "down_proj"});
@@ -298,7 +300,13 @@ TEST(GradientCheckpointing, GivesTheSameLossAndGradientsWithLoraDropoutAndFullTr
             model->train();
             torch::manual_seed(17); // the dropout masks
             const torch::Tensor ids = someIds(2, 8);
-            const torch::Tensor logits = model->forward(ids);
+            torch::Tensor logits;
+            if (bf16) { // the recomputation in backward must re-enter the forward's autocast
+                const engine::AutocastScope amp(c10::DeviceType::CPU, torch::kBFloat16);
+                logits = model->forward(ids).to(torch::kFloat32);
+            } else {
+                logits = model->forward(ids);
+            }
             const torch::Tensor loss = torch::nn::functional::cross_entropy(
                 logits.reshape({-1, 64}).narrow(0, 0, 14), ids.reshape({-1}).narrow(0, 1, 14));
             loss.backward();
@@ -311,11 +319,15 @@ TEST(GradientCheckpointing, GivesTheSameLossAndGradientsWithLoraDropoutAndFullTr
         };
         const auto [plainLoss, plain] = run(false);
         const auto [checkpointedLoss, checkpointed] = run(true);
-        EXPECT_EQ(plainLoss, checkpointedLoss) << "lora " << lora;
+        EXPECT_EQ(plainLoss, checkpointedLoss) << "lora " << lora << " bf16 " << bf16;
+        if (!lora && !bf16)
+            fp32Loss = plainLoss;
+        if (!lora && bf16)
+            EXPECT_NE(plainLoss, fp32Loss) << "autocast changed nothing: the bf16 case would test nothing";
         ASSERT_EQ(plain.size(), checkpointed.size());
         for (const auto &[name, grad] : plain) {
             ASSERT_TRUE(checkpointed.at(name).defined()) << name << " got no gradient under checkpointing";
-            EXPECT_LT(maxAbsDiff(grad, checkpointed.at(name)), 1e-6) << name << " lora " << lora;
+            EXPECT_LT(maxAbsDiff(grad, checkpointed.at(name)), 1e-6) << name << " lora " << lora << " bf16 " << bf16;
             EXPECT_GT(grad.abs().max().item<double>(), 0) << name;
         }
     }

@@ -182,6 +182,65 @@ TEST(LoraTraining, FrozenWeightsNeverChangeAndTheOptimizerHoldsOnlyTheAdapter)
     EXPECT_EQ(changed, 8);
 }
 
+TEST(Optimizer, WeightDecaySkipsNormsAndBiasesButDecaysEveryMatrix)
+{
+    // A model with biases (mlp_bias) and LoRA on the attention, as the trainer builds its groups.
+    engine::model::LlamaConfig config = testing_support::tinyLlama();
+    config.mlpBias = true;
+    auto model = testing_support::randomLlama(config);
+    engine::model::LoraSettings lora;
+    lora.targets = {"q_proj", "v_proj"};
+    engine::model::attachLora(model, lora);
+    for (auto &item : model->named_parameters()) // full fine-tuning of everything but the LoRA base weights' freeze
+        if (item.key().find(".lora_") == std::string::npos && item.value().dim() == 1)
+            item.value().requires_grad_(true);
+    std::vector<std::pair<std::string, torch::Tensor>> named;
+    for (auto &item : model->named_parameters())
+        named.emplace_back(item.key(), item.value());
+    const std::vector<ParameterGroup> groups = engine::train::weightDecayGroups(named, 0.1);
+    ASSERT_EQ(groups.size(), 2u);
+    EXPECT_EQ(groups[0].weightDecay, 0.1);
+    EXPECT_EQ(groups[1].weightDecay, 0.0);
+    int norms = 0, biases = 0, loras = 0;
+    for (const auto &[name, p] : groups[0].parameters) {
+        EXPECT_GE(p.dim(), 2) << name;
+        EXPECT_TRUE(p.requires_grad()) << name;
+        loras += name.find(".lora_") != std::string::npos;
+    }
+    for (const auto &[name, p] : groups[1].parameters) {
+        EXPECT_EQ(p.dim(), 1) << name;
+        norms += name.find("norm.weight") != std::string::npos;
+        biases += name.find(".bias") != std::string::npos;
+    }
+    EXPECT_EQ(loras, 4 * config.numHiddenLayers) << "LoRA A and B of q_proj and v_proj in every layer decay";
+    EXPECT_EQ(norms, 2 * config.numHiddenLayers + 1) << "every RMSNorm weight is exempt";
+    EXPECT_EQ(biases, 3 * config.numHiddenLayers) << "the MLP biases are exempt";
+    for (const auto &[name, p] : named) { // frozen base weights are in no group
+        if (!p.requires_grad()) {
+            for (const auto &g : groups)
+                for (const auto &[n, q] : g.parameters)
+                    EXPECT_NE(n, name);
+        }
+    }
+
+    // The exemption holds in the update: with no gradient signal (zero gradients), AdamW moves only the
+    // decayed group, by lr * decay * w.
+    Optimizer optimizer(OptimizerKind::AdamW, groups);
+    std::map<std::string, torch::Tensor> before;
+    for (const auto &g : groups)
+        for (const auto &[name, p] : g.parameters) {
+            before[name] = p.detach().clone();
+            p.mutable_grad() = torch::zeros_like(p);
+        }
+    optimizer.step(0.01);
+    for (const auto &[name, p] : groups[1].parameters)
+        EXPECT_TRUE(torch::equal(p, before.at(name))) << name << " was decayed";
+    for (const auto &[name, p] : groups[0].parameters) {
+        if (before.at(name).abs().max().item<double>() > 0) // LoRA B starts at zero: nothing to decay
+            EXPECT_TRUE(torch::allclose(p, before.at(name) * (1 - 0.01 * 0.1), 1e-6, 1e-9)) << name;
+    }
+}
+
 TEST(BatchSampler, SeekLandsOnTheSameNextBatch)
 {
     engine::train::BatchSampler a(10, 42);

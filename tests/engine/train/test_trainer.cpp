@@ -1,4 +1,5 @@
 #include "engine/core/jobcontrol.h"
+#include "engine/inspect/inspector.h"
 #include "engine/model/pretrained.h"
 #include "engine/store/runstore.h"
 #include "engine/train/trainer.h"
@@ -147,6 +148,15 @@ TEST_F(TrainerTest, LossFallsAndEveryStepIsStored)
         EXPECT_DOUBLE_EQ(loss[i].value, observer.steps[i].loss);
     }
     EXPECT_EQ(store.metric(outcome.runId, "train/grad_norm").size(), 80u);
+    // Memory per device: the process's resident peak of each step (the tiny model, its corpus and libtorch
+    // take well over 10 MB, and no test process comes near 1 TB).
+    const auto memory = store.metric(outcome.runId, "memory/cpu");
+    ASSERT_EQ(memory.size(), 80u);
+    for (const auto &m : memory) {
+        EXPECT_GT(m.value, 10e6) << "step " << m.step;
+        EXPECT_LT(m.value, 1e12) << "step " << m.step;
+    }
+    EXPECT_EQ(observer.steps[10].cpuPeakBytes, static_cast<int64_t>(memory[10].value));
     ASSERT_FALSE(outcome.lossPlotPath.empty());
     EXPECT_TRUE(fs::exists(outcome.lossPlotPath));
     const auto artifacts = store.artifacts(outcome.runId);
@@ -211,6 +221,28 @@ TEST_F(TrainerTest, ADeviceMapOverCpuAndDiskTrainsExactlyLikeOneDevice)
         EXPECT_DOUBLE_EQ(a.steps[i].gradNorm, b.steps[i].gradNorm) << "step " << i + 1;
     }
 
+    // --device-map auto plans this run on this machine: without a GPU the whole run fits in RAM and
+    // trains there, exactly as on one device, and the run records what was planned.
+    TrainingParams planned = plain;
+    planned.storePath = (s_dir->path() / "map-auto.sqlite3").string();
+    planned.outputDir = (s_dir->path() / "out-map-auto").string();
+    planned.autoDeviceMap = true;
+    RecordingObserver autoRun;
+    const auto autoOutcome = engine::train::runTraining(planned, control, autoRun);
+    ASSERT_EQ(autoOutcome.status, JobStatus::Succeeded) << (autoOutcome.error ? autoOutcome.error->message : "");
+    ASSERT_EQ(autoRun.steps.size(), a.steps.size());
+    for (size_t i = 0; i < a.steps.size(); ++i)
+        EXPECT_DOUBLE_EQ(a.steps[i].loss, autoRun.steps[i].loss) << "step " << i + 1;
+    if (!torch::cuda::is_available()) {
+        EXPECT_TRUE(std::any_of(autoRun.logs.begin(), autoRun.logs.end(),
+                                [](const std::string &l) { return l.rfind("device map auto: the run fits on cpu", 0) == 0; }));
+        auto autoStore = engine::store::RunStore::open(planned.storePath);
+        const auto config = nlohmann::json::parse(autoStore.run(autoOutcome.runId)->configJson);
+        EXPECT_EQ(config["training"]["device_map"], "auto");
+        EXPECT_EQ(config["training"]["device_map_planned"], nlohmann::json::array());
+        EXPECT_EQ(config["training"]["device"], "cpu");
+    }
+
     // A map naming a module the model lacks fails with one error that names it.
     TrainingParams bad = mapped;
     bad.storePath = (s_dir->path() / "map-bad.sqlite3").string();
@@ -219,6 +251,93 @@ TEST_F(TrainerTest, ADeviceMapOverCpuAndDiskTrainsExactlyLikeOneDevice)
     const auto refused = engine::train::runTraining(bad, control, c);
     ASSERT_EQ(refused.status, JobStatus::Failed);
     EXPECT_NE(refused.error->message.find("model.layers.7"), std::string::npos) << refused.error->message;
+}
+
+TEST_F(TrainerTest, Bf16AutocastTrainsFloat32WeightsAndTracksTheFloat32Loss)
+{
+    engine::JobControl control;
+    RecordingObserver fp32, bf16;
+    TrainingParams params = tinyParams("bf16-ref.sqlite3");
+    params.steps = 30;
+    params.gradientCheckpointing = true; // the recomputation must run under the same autocast
+    ASSERT_EQ(engine::train::runTraining(params, control, fp32).status, JobStatus::Succeeded);
+    TrainingParams half = params;
+    half.precision = engine::train::Precision::Bf16;
+    half.storePath = (s_dir->path() / "bf16.sqlite3").string();
+    half.outputDir = (s_dir->path() / "out-bf16").string();
+    half.saveEvery = 10;
+    const auto outcome = engine::train::runTraining(half, control, bf16);
+    ASSERT_EQ(outcome.status, JobStatus::Succeeded) << (outcome.error ? outcome.error->message : "");
+    ASSERT_EQ(bf16.steps.size(), fp32.steps.size());
+
+    // bf16 products (8 bits of mantissa) move the loss a little, never far: the same run, not another one.
+    EXPECT_NE(bf16.steps[0].loss, fp32.steps[0].loss) << "the products did not run in bf16";
+    EXPECT_NEAR(bf16.steps[0].loss, fp32.steps[0].loss, 0.02 * fp32.steps[0].loss);
+    EXPECT_NEAR(meanLoss(bf16.steps, 20, 30), meanLoss(fp32.steps, 20, 30), 0.1);
+    EXPECT_LT(meanLoss(bf16.steps, 20, 30), meanLoss(bf16.steps, 0, 5) - 0.3) << "bf16 training did not learn";
+
+    // Master weights stay float32: the saved model is F32 and so is every trained tensor.
+    const engine::model::LlamaForCausalLM saved = engine::model::loadPretrained(outcome.modelPath);
+    for (const auto &item : saved->named_parameters())
+        EXPECT_EQ(item.value().scalar_type(), torch::kFloat32) << item.key();
+
+    // A bf16 checkpoint does not resume as fp32: the losses would not continue the same curve.
+    TrainingParams resume = params;
+    resume.storePath = half.storePath;
+    resume.outputDir = half.outputDir;
+    resume.steps = 40;
+    resume.resumeFrom = half.outputDir;
+    RecordingObserver refused;
+    const auto again = engine::train::runTraining(resume, control, refused);
+    ASSERT_EQ(again.status, JobStatus::Failed);
+    EXPECT_NE(again.error->message.find("precision"), std::string::npos) << again.error->message;
+    EXPECT_NE(again.error->message.find("bf16"), std::string::npos) << again.error->message;
+}
+
+TEST_F(TrainerTest, RunningOutOfMemoryNamesTheDevicePhaseAndWhatToChange)
+{
+    // A model whose first projection (1e6 x 1e6 floats, 4 TB) no allocator grants. Under Linux's default
+    // heuristic overcommit (mode 0) or strict accounting (2) the allocation fails at once; mode 1 would
+    // grant it and let the kernel kill the process later, so the test does not run there.
+    std::ifstream overcommit("/proc/sys/vm/overcommit_memory");
+    int mode = 0;
+    overcommit >> mode;
+    if (mode == 1)
+        GTEST_SKIP() << "vm.overcommit_memory = 1 grants any allocation";
+    const fs::path folder = s_dir->path() / "huge";
+    fs::create_directories(folder);
+    std::ofstream(folder / "config.json") << R"({"model_type": "llama", "vocab_size": 16, "hidden_size": 1000000,
+        "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 16, "num_key_value_heads": 16,
+        "max_position_embeddings": 64, "tie_word_embeddings": true})";
+    {
+        std::ofstream data(folder / "ids.jsonl");
+        for (int line = 0; line < 8; ++line) {
+            data << R"({"input_ids": [)";
+            for (int i = 0; i < 17; ++i)
+                data << (i ? "," : "") << (line + i) % 16;
+            data << "]}\n";
+        }
+    }
+    engine::JobControl control;
+    RecordingObserver observer;
+    TrainingParams params = tinyParams("oom.sqlite3");
+    params.modelPath = (folder / "config.json").string();
+    params.dataPath = (folder / "ids.jsonl").string();
+    params.sequenceLength = 16;
+    params.batchSize = 2;
+    const auto outcome = engine::train::runTraining(params, control, observer);
+    ASSERT_EQ(outcome.status, JobStatus::Failed);
+    ASSERT_TRUE(outcome.error);
+    EXPECT_EQ(outcome.error->kind, engine::ErrorKind::OutOfMemory) << outcome.error->message;
+    const std::string &message = outcome.error->message;
+    EXPECT_EQ(message.rfind("out of memory on cpu in loading the model (", 0), 0u) << message;
+    for (const char *hint : {"--batch-size (now 2", "--seq-len (now 16)", "--checkpointing", "--method lora", "--device-map"})
+        EXPECT_NE(message.find(hint), std::string::npos) << hint << " in: " << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << "one line, no backtrace: " << message;
+    auto store = engine::store::RunStore::open(params.storePath);
+    const auto run = store.run(outcome.runId);
+    ASSERT_TRUE(run);
+    EXPECT_EQ(run->status, engine::store::RunStatus::Failed);
 }
 
 TEST_F(TrainerTest, CancelMidRunKeepsMetricsUpToThatStep)
@@ -433,6 +552,36 @@ TEST_F(TrainerTest, ANonFiniteLossStopsTheRunOrSkipsTheStep)
         offersInspect = offersInspect || e.text.find("inspect this step") != std::string::npos;
     EXPECT_TRUE(offersInspect);
 
+    // The failing step is kept for the inspector: the weights it ran with and its batch. Inspecting it
+    // finds the NaN where it is, in the last norm's weight (the loss exactly as the trainer computed it).
+    ASSERT_FALSE(stopped.nonFiniteStepPath.empty());
+    const fs::path step = stopped.nonFiniteStepPath;
+    EXPECT_EQ(step.filename(), "nonfinite-step-1");
+    for (const char *file : {"config.json", "model.safetensors", "tokenizer.model", "batch.safetensors"})
+        EXPECT_TRUE(fs::exists(step / file)) << file;
+    EXPECT_NE(stopped.error->message.find("tunebench inspect --model " + step.string()), std::string::npos)
+        << stopped.error->message;
+    const auto report = engine::inspect::inspectModelFolder(step, step / "batch.safetensors");
+    EXPECT_EQ(report.status, engine::inspect::InspectStatus::Nan) << report.summary << report.error;
+    ASSERT_TRUE(report.nan.has_value()) << report.summary;
+    EXPECT_EQ(report.nan->module, "model.norm") << report.nan->op;
+    EXPECT_TRUE(std::isnan(report.loss));
+
+    // With LoRA the step keeps the adapter, and the inspector applies it over its base.
+    TrainingParams lora = params;
+    lora.method = engine::train::TrainingMethod::Lora;
+    lora.storePath = (s_dir->path() / "nan-lora.sqlite3").string();
+    lora.outputDir = (s_dir->path() / "out-nan-lora").string();
+    RecordingObserver loraStop;
+    const auto loraStopped = engine::train::runTraining(lora, control, loraStop);
+    ASSERT_EQ(loraStopped.status, JobStatus::Failed);
+    ASSERT_FALSE(loraStopped.nonFiniteStepPath.empty());
+    EXPECT_TRUE(fs::exists(fs::path(loraStopped.nonFiniteStepPath) / "adapter_config.json"));
+    const auto loraReport = engine::inspect::inspectModelFolder(loraStopped.nonFiniteStepPath,
+                                                               fs::path(loraStopped.nonFiniteStepPath) / "batch.safetensors");
+    EXPECT_EQ(loraReport.status, engine::inspect::InspectStatus::Nan) << loraReport.summary << loraReport.error;
+    EXPECT_NE(loraReport.source.find("adapter over " + poisoned.string()), std::string::npos) << loraReport.source;
+
     params.nonFinite = engine::train::NonFinitePolicy::Skip;
     params.storePath = (s_dir->path() / "nan-skip.sqlite3").string();
     RecordingObserver skip;
@@ -539,5 +688,8 @@ INSTANTIATE_TEST_SUITE_P(
                      },
                      engine::ErrorKind::InvalidInput, "holds no checkpoint"},
         BadInputCase{"missing_model", [](TrainingParams &p, const fs::path &d) { p.modelPath = (d / "no-model").string(); },
-                     engine::ErrorKind::Io, "no-model"}),
+                     engine::ErrorKind::Io, "no-model"},
+        BadInputCase{"fp16_on_the_cpu",
+                     [](TrainingParams &p, const fs::path &) { p.precision = engine::train::Precision::Fp16; },
+                     engine::ErrorKind::InvalidInput, "fp16 needs a CUDA device"}),
     [](const ::testing::TestParamInfo<BadInputCase> &info) { return std::string(info.param.name); });
