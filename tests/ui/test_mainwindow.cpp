@@ -314,10 +314,11 @@ TEST_F(MainWindowTest, Screenshot)
     if (path.isEmpty())
         GTEST_SKIP() << "set TUNEBENCH_SCREENSHOT=path.png to save a screenshot of the Train page";
     constexpr int kSteps = 100;
-    setSmallSettings(kSteps);
-    child<QLineEdit>("corpusEdit")->clear(); // the bundled demo corpus, as a new user sees it
+    m_window->trainPage()->useDemo(); // the README's main job: LoRA of the bundled base model
+    child<QSpinBox>("stepsSpin")->setValue(kSteps);
     child<QSpinBox>("batchSpin")->setValue(8);
     child<QSpinBox>("seqLenSpin")->setValue(64);
+    child<QSpinBox>("threadsSpin")->setValue(2);
     click("startButton");
     ASSERT_TRUE(m_window->bridge()->isBusy()) << logText().toStdString();
     auto *plot = child<ui::LossPlot>("lossPlot");
