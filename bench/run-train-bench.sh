@@ -6,6 +6,9 @@
 # utilisation of each side: k * params * tokens/s / the fp32 matmul rate measured in the same run
 # (k = 6 for full fine-tuning: forward, and backward to activations and to weights; k = 4 for LoRA,
 # whose frozen weights get no gradient).
+# The engine keeps freed memory for the next step (engine/core/mallocpolicy.h); Python does not by
+# default. REFERENCE_MALLOC=tuned gives the Python side the same glibc settings (MALLOC_*_ variables),
+# for the like-for-like ratio of everything else.
 #   usage: bench/run-train-bench.sh [rounds] [threads] [cases]    cases default: "demo:full demo:lora 30m:full 30m:lora"
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +26,12 @@ for case in $cases; do
   args=(--steps "$steps" --warmup 2 --batch 8 --seq 128 --threads "$threads" --config "$config" --method "$method")
   for ((r = 1; r <= rounds; r++)); do
     "$bin" "${args[@]}" | tee -a "$results"
-    /usr/bin/python3 bench/train_step_bench.py "${args[@]}" | tee -a "$results"
+    if [[ ${REFERENCE_MALLOC:-} == tuned ]]; then
+      MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 MALLOC_TOP_PAD_=67108864 \
+        /usr/bin/python3 bench/train_step_bench.py "${args[@]}" | tee -a "$results"
+    else
+      /usr/bin/python3 bench/train_step_bench.py "${args[@]}" | tee -a "$results"
+    fi
   done
 done
 /usr/bin/python3 - "$results" <<'PY'

@@ -7,6 +7,7 @@
 //                           [--config demo|30m] [--method full|lora] [--lora-r R]
 
 #include "engine/core/blascheck.h"
+#include "engine/core/mallocpolicy.h"
 #include "engine/core/threads.h"
 #include "engine/model/llamaconfig.h"
 #include "engine/model/llamamodel.h"
@@ -58,6 +59,7 @@ int main(int argc, char **argv)
         else if (!std::strcmp(argv[i], "--lora-r")) rank = v;
     }
     engine::applyThreadCount(threads);
+    engine::keepFreedMemoryForReuse(); // as runTraining does
     torch::manual_seed(0);
     const engine::model::LlamaConfig config = configName == "30m" ? config30m() : engine::model::demoConfig();
     engine::model::LlamaForCausalLM model(config);

@@ -3,6 +3,7 @@
 #include "engine/core/atomicfile.h"
 #include "engine/core/autocast.h"
 #include "engine/core/error.h"
+#include "engine/core/mallocpolicy.h"
 #include "engine/core/paths.h"
 #include "engine/core/processmemory.h"
 #include "engine/core/settings.h"
@@ -1017,6 +1018,7 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
     try {
         params.validate();
         applyThreadCount(params.threads);
+        keepFreedMemoryForReuse(); // a step reuses the previous step's pages (engine/core/mallocpolicy.h)
         // A resume reads its checkpoint first: a wrong folder fails before any work.
         std::optional<ResumePoint> resume;
         if (!params.resumeFrom.empty()) {
