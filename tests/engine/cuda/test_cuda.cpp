@@ -10,6 +10,8 @@
 #include "support/tempdir.h"
 #include "support/tinymodels.h"
 
+#include "engine/store/runstore.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -109,6 +111,48 @@ TEST(Cuda, TrainingStepsOnTheGpuLowerTheLoss_CUDA)
     EXPECT_LT(outcome.lastLoss, outcome.firstLoss - 0.3);
     EXPECT_GT(engine::cudaMemoryStats(0).peakAllocatedBytes, 0) << "the steps ran on the GPU";
     EXPECT_FALSE(outcome.modelPath.empty()) << "the model saved from the GPU";
+}
+
+TEST(Cuda, Fp16WithLossScalingAndBf16TrainAndStoreTheirScaleAndMemory_CUDA)
+{
+    REQUIRE_GPU();
+    testing_support::TempDir dir("cuda-amp");
+    testing_support::isolateXdgDirs(dir.path());
+    testing_support::writeCorpusSlice(dir / "corpus.txt", 60'000);
+    testing_support::writeTinyConfig(dir / "tiny");
+    const bool bf16 = engine::systemInfo().gpus.at(0).bf16;
+    for (const auto precision : {engine::train::Precision::Fp16, engine::train::Precision::Bf16}) {
+        if (precision == engine::train::Precision::Bf16 && !bf16)
+            continue; // refused by name on a T4 / V100 (tested by the trainer's message)
+        const std::string name = engine::train::precisionName(precision);
+        engine::train::TrainingParams params;
+        params.modelPath = (dir / "tiny").string();
+        params.dataPath = (dir / "corpus.txt").string();
+        params.storePath = (dir / "runs.sqlite3").string();
+        params.outputDir = (dir / ("out-" + name)).string();
+        params.steps = 30;
+        params.learningRate = 1e-2;
+        params.warmupSteps = 3;
+        params.batchSize = 4;
+        params.sequenceLength = 32;
+        params.device = "cuda:0";
+        params.precision = precision;
+        engine::JobControl control;
+        engine::train::TrainingObserver observer;
+        const auto outcome = engine::train::runTraining(params, control, observer);
+        ASSERT_EQ(outcome.status, engine::JobStatus::Succeeded) << name << ": " << (outcome.error ? outcome.error->message : "");
+        EXPECT_LT(outcome.lastLoss, outcome.firstLoss - 0.3) << name;
+        auto store = engine::store::RunStore::open(params.storePath);
+        EXPECT_EQ(store.metric(outcome.runId, "memory/cuda:0").size(), 30u) << name;
+        const auto scale = store.metric(outcome.runId, "train/loss_scale");
+        if (precision == engine::train::Precision::Fp16) {
+            ASSERT_FALSE(scale.empty()) << "fp16 records its loss scale";
+            EXPECT_GT(scale.back().value, 0);
+            EXPECT_LE(scale.back().value, 65536.0) << "no growth within 2000 steps";
+        } else {
+            EXPECT_TRUE(scale.empty()) << "bf16 needs no loss scaling";
+        }
+    }
 }
 
 TEST(Cuda, PeakMemoryComesFromTheCachingAllocator_CUDA)
