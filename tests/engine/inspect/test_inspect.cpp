@@ -9,6 +9,7 @@
 #include "engine/inspect/scenariomodels.h"
 #include "engine/inspect/stepinspector.h"
 #include "engine/inspect/trainingguard.h"
+#include "engine/io/safetensorsfile.h"
 #include "support/expecterror.h"
 #include "support/tempdir.h"
 #include "support/tinymodels.h"
@@ -433,4 +434,45 @@ TEST(InspectReport, JsonHasTheFieldsTheCliPromises)
     EXPECT_EQ(n["phase"], "forward");
     EXPECT_EQ(n["pytorch_error"], "");
     EXPECT_NE(reportToText(inspectScenario("kv-cache-inplace")).find("How to fix it"), std::string::npos);
+}
+
+TEST(InspectModelFolder, ASavedBatchOrAnAdapterThatDoesNotFitIsOneClearError)
+{
+    testing_support::TempDir dir("inspect-batch");
+    const fs::path model = dir.path() / "model";
+    testing_support::writeTinyConfig(model); // vocab_size 512
+    auto batchFile = [&](const std::string &name, std::vector<std::pair<std::string, torch::Tensor>> tensors) {
+        const fs::path file = dir.path() / (name + ".safetensors");
+        engine::io::writeSafetensors(file, tensors);
+        return file;
+    };
+    const torch::Tensor ids = torch::arange(16, torch::kInt64).view({2, 8});
+    const auto inspect = [&](const fs::path &folder, const fs::path &data) {
+        return [=] { engine::inspect::inspectModelFolder(folder, data); };
+    };
+    using engine::ErrorKind;
+    testing_support::expectError(inspect(model, batchFile("no-ids", {{"tokens", ids}})), ErrorKind::InvalidInput,
+                                 "holds no input_ids tensor");
+    testing_support::expectError(inspect(model, batchFile("flat", {{"input_ids", ids.view({-1})}})), ErrorKind::InvalidInput,
+                                 "input_ids must be [batch, tokens]");
+    testing_support::expectError(inspect(model, batchFile("labels-shape", {{"input_ids", ids}, {"labels", ids.view({4, 4})}})),
+                                 ErrorKind::InvalidInput, "do not match input_ids");
+    testing_support::expectError(inspect(model, batchFile("vocab", {{"input_ids", ids + 500}})), ErrorKind::InvalidInput,
+                                 "token id 515 is outside the model's vocab_size 512");
+    testing_support::expectError(inspect(model, batchFile("unlabelled", {{"input_ids", ids}, {"labels", torch::full_like(ids, -100)}})),
+                                 ErrorKind::InvalidInput, "no token has a label");
+
+    const fs::path adapter = dir.path() / "adapter";
+    fs::create_directories(adapter);
+    std::ofstream(adapter / "adapter_config.json") << R"({"peft_type": "LORA", "base_model_name_or_path": "/no/such/base"})";
+    testing_support::expectError(inspect(adapter, batchFile("fine", {{"input_ids", ids}})), ErrorKind::InvalidInput,
+                                 "its base model \"/no/such/base\" is not a folder here");
+    std::ofstream(adapter / "adapter_config.json") << "{not json";
+    testing_support::expectError(inspect(adapter, dir.path() / "fine.safetensors"), ErrorKind::InvalidInput, "not valid JSON");
+
+    // Without labels, each position learns the next token: the step runs and backward succeeds.
+    const auto report = engine::inspect::inspectModelFolder(model, dir.path() / "fine.safetensors");
+    EXPECT_EQ(report.status, engine::inspect::InspectStatus::Ok) << report.summary << report.error;
+    EXPECT_TRUE(report.backwardSucceeded);
+    EXPECT_TRUE(std::isfinite(report.loss));
 }
