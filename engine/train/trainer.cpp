@@ -145,11 +145,7 @@ void requirePrecisionDevices(Precision precision, const PreparedJob &job)
     std::vector<std::string> used = {job.device.str()};
     for (const auto &entry : job.devicePlacement)
         used.push_back(entry.second);
-    const bool onCuda = std::any_of(used.begin(), used.end(), [](const std::string &d) { return d.rfind("cuda", 0) == 0; });
-    if (precision == Precision::Fp16 && !onCuda) {
-        throw invalidInput("precision fp16 needs a CUDA device (--device cuda, or a device map with cuda:N): "
-                           "fp16 with loss scaling is for GPUs; on the CPU use bf16");
-    }
+    requireFp16Device(precision, used);
     if (precision != Precision::Bf16)
         return;
     for (const GpuInfo &gpu : systemInfo().gpus) {
@@ -443,7 +439,7 @@ torch::Tensor forwardLogits(model::LlamaForCausalLM &model, const torch::Tensor 
     if (!amp)
         return model->forward(ids);
     const AutocastScope scope(*amp);
-    return model->forward(ids).to(torch::kFloat32);
+    return model->forward(ids); // lm_head returns float32 logits in every precision
 }
 
 /// Mean cross-entropy over the eval windows (all, or the first evalBatches batches), in eval mode.
@@ -1060,10 +1056,7 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
                                      {"corpus_tokens", job->corpusTokens}};
             config["training"]["threads"] = params.threads > 0 ? params.threads : hardwareThreads();
             if (params.autoDeviceMap) { // what "auto" planned on this machine, in map order (empty: one device)
-                nlohmann::json planned = nlohmann::json::array();
-                for (const auto &[module, device] : job->devicePlacement)
-                    planned.push_back({module, device});
-                config["training"]["device_map_planned"] = planned;
+                config["training"]["device_map_planned"] = devicePlacementJson(job->devicePlacement);
                 config["training"]["device"] = job->device.str();
             }
             if (!params.outputDir.empty())

@@ -47,6 +47,15 @@ const char *precisionName(Precision precision)
     return "fp32";
 }
 
+void requireFp16Device(Precision precision, const std::vector<std::string> &devices)
+{
+    const bool onCuda = std::any_of(devices.begin(), devices.end(), [](const std::string &d) { return d.rfind("cuda", 0) == 0; });
+    if (precision == Precision::Fp16 && !onCuda) {
+        throw invalidInput("precision fp16 needs a CUDA device (--device cuda, or a device map with cuda:N): "
+                           "fp16 with loss scaling is for GPUs; on the CPU use bf16");
+    }
+}
+
 const char *optimizerName(OptimizerKind kind)
 {
     return kind == OptimizerKind::AdamW ? "adamw" : "sgd";
@@ -77,15 +86,13 @@ void TrainingParams::validate() const
     requireRange("weight decay", weightDecay, 0.0, 10.0);
     requireFinite("gradient clip norm", gradClipNorm);
     requireRange("gradient clip norm", gradClipNorm, 0.0, 1e9);
-    const bool onCuda = isCudaDeviceName(canonicalDeviceName(device, "setting device"))
-        || std::any_of(devicePlacement.begin(), devicePlacement.end(),
-                       [](const auto &entry) { return entry.second.rfind("cuda", 0) == 0; });
+    std::vector<std::string> devices = {canonicalDeviceName(device, "setting device")};
+    for (const auto &entry : devicePlacement)
+        devices.push_back(entry.second);
     if (autoDeviceMap && !devicePlacement.empty())
         throw invalidInput("a device map is either planned (auto) or given, not both");
-    if (precision == Precision::Fp16 && !onCuda && !autoDeviceMap) {
-        throw invalidInput("precision fp16 needs a CUDA device (--device cuda, or a device map with cuda:N): "
-                           "fp16 with loss scaling is for GPUs; on the CPU use bf16");
-    }
+    if (!autoDeviceMap) // a planned map is checked once the plan has chosen its devices
+        requireFp16Device(precision, devices);
     requireRange<int64_t>("epochs", epochs, 0, 1'000'000);
     requireRange<int64_t>("gradient accumulation", gradAccumulation, 1, 65536);
     requireFinite("momentum", momentum);
@@ -151,14 +158,17 @@ nlohmann::json TrainingParams::toJson() const
     };
 }
 
-nlohmann::json TrainingParams::devicePlacementJson() const
+nlohmann::json devicePlacementJson(const std::vector<std::pair<std::string, std::string>> &placement)
 {
-    if (devicePlacement.empty())
-        return nullptr;
     nlohmann::json map = nlohmann::json::array();
-    for (const auto &[module, target] : devicePlacement)
+    for (const auto &[module, target] : placement)
         map.push_back({module, target});
     return map;
+}
+
+nlohmann::json TrainingParams::devicePlacementJson() const
+{
+    return devicePlacement.empty() ? nlohmann::json(nullptr) : train::devicePlacementJson(devicePlacement);
 }
 
 } // namespace engine::train

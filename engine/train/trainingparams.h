@@ -28,6 +28,13 @@ enum class Precision { Fp32, Bf16, Fp16 };
 /// "fp32" / "bf16" / "fp16".
 const char *precisionName(Precision precision);
 
+/// Refuses (Error(InvalidInput)) fp16 when none of `devices` (device names or device-map values:
+/// "cpu", "disk", "cuda:N") is a GPU. Checked on the settings and again on the devices a plan chose.
+void requireFp16Device(Precision precision, const std::vector<std::string> &devices);
+
+/// A device map as [[module, device], ...] in map order ([] when empty).
+nlohmann::json devicePlacementJson(const std::vector<std::pair<std::string, std::string>> &placement);
+
 /// What happens when a step's loss is NaN or infinite.
 enum class NonFinitePolicy { Stop, Skip };
 

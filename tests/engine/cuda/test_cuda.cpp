@@ -35,6 +35,29 @@ const torch::Device kGpu(torch::kCUDA, 0);
 
 std::vector<int64_t> someIds() { return {1, 5, 9, 33, 2, 17, 60, 8, 4, 22, 11, 3}; }
 
+/// 30 steps of the tiny config on cuda:0 over a corpus slice, writing into `dir` (the inputs are
+/// written once per folder) and `dir`/`output`.
+engine::train::TrainingParams tinyGpuRun(const testing_support::TempDir &dir, const std::string &output)
+{
+    if (!std::filesystem::exists(dir / "tiny")) {
+        testing_support::isolateXdgDirs(dir.path());
+        testing_support::writeCorpusSlice(dir / "corpus.txt", 60'000);
+        testing_support::writeTinyConfig(dir / "tiny");
+    }
+    engine::train::TrainingParams params;
+    params.modelPath = (dir / "tiny").string();
+    params.dataPath = (dir / "corpus.txt").string();
+    params.storePath = (dir / "runs.sqlite3").string();
+    params.outputDir = (dir / output).string();
+    params.steps = 30;
+    params.learningRate = 1e-2;
+    params.warmupSteps = 3;
+    params.batchSize = 4;
+    params.sequenceLength = 32;
+    params.device = "cuda:0";
+    return params;
+}
+
 } // namespace
 
 TEST(Cuda, ModelPlacementPutsEveryParameterOnTheGpu_CUDA)
@@ -89,20 +112,7 @@ TEST(Cuda, TrainingStepsOnTheGpuLowerTheLoss_CUDA)
 {
     REQUIRE_GPU();
     testing_support::TempDir dir("cuda-train");
-    testing_support::isolateXdgDirs(dir.path());
-    testing_support::writeCorpusSlice(dir / "corpus.txt", 60'000);
-    testing_support::writeTinyConfig(dir / "tiny");
-    engine::train::TrainingParams params;
-    params.modelPath = (dir / "tiny").string();
-    params.dataPath = (dir / "corpus.txt").string();
-    params.storePath = (dir / "runs.sqlite3").string();
-    params.outputDir = (dir / "out").string();
-    params.steps = 30;
-    params.learningRate = 1e-2;
-    params.warmupSteps = 3;
-    params.batchSize = 4;
-    params.sequenceLength = 32;
-    params.device = "cuda:0";
+    const engine::train::TrainingParams params = tinyGpuRun(dir, "out");
     engine::resetCudaPeakMemory(0);
     engine::JobControl control;
     engine::train::TrainingObserver observer;
@@ -117,25 +127,12 @@ TEST(Cuda, Fp16WithLossScalingAndBf16TrainAndStoreTheirScaleAndMemory_CUDA)
 {
     REQUIRE_GPU();
     testing_support::TempDir dir("cuda-amp");
-    testing_support::isolateXdgDirs(dir.path());
-    testing_support::writeCorpusSlice(dir / "corpus.txt", 60'000);
-    testing_support::writeTinyConfig(dir / "tiny");
     const bool bf16 = engine::systemInfo().gpus.at(0).bf16;
     for (const auto precision : {engine::train::Precision::Fp16, engine::train::Precision::Bf16}) {
         if (precision == engine::train::Precision::Bf16 && !bf16)
             continue; // refused by name on a T4 / V100 (tested by the trainer's message)
         const std::string name = engine::train::precisionName(precision);
-        engine::train::TrainingParams params;
-        params.modelPath = (dir / "tiny").string();
-        params.dataPath = (dir / "corpus.txt").string();
-        params.storePath = (dir / "runs.sqlite3").string();
-        params.outputDir = (dir / ("out-" + name)).string();
-        params.steps = 30;
-        params.learningRate = 1e-2;
-        params.warmupSteps = 3;
-        params.batchSize = 4;
-        params.sequenceLength = 32;
-        params.device = "cuda:0";
+        engine::train::TrainingParams params = tinyGpuRun(dir, "out-" + name);
         params.precision = precision;
         engine::JobControl control;
         engine::train::TrainingObserver observer;

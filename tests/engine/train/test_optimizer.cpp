@@ -236,8 +236,9 @@ TEST(Optimizer, WeightDecaySkipsNormsAndBiasesButDecaysEveryMatrix)
     for (const auto &[name, p] : groups[1].parameters)
         EXPECT_TRUE(torch::equal(p, before.at(name))) << name << " was decayed";
     for (const auto &[name, p] : groups[0].parameters) {
-        if (before.at(name).abs().max().item<double>() > 0) // LoRA B starts at zero: nothing to decay
+        if (before.at(name).abs().max().item<double>() > 0) { // LoRA B starts at zero: nothing to decay
             EXPECT_TRUE(torch::allclose(p, before.at(name) * (1 - 0.01 * 0.1), 1e-6, 1e-9)) << name;
+        }
     }
 }
 
