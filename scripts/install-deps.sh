@@ -7,14 +7,14 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libtorch-dev libopenblas0-openmp
-  qt6-base-dev libqcustomplot-dev libqcustomplot2.1-qt6 libgraphviz-dev
+  qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6 libgraphviz-dev libcairo2-dev
   libsqlite3-dev nlohmann-json3-dev libcli11-dev
   libsentencepiece-dev libonig-dev libicu-dev
   libgtest-dev libgmock-dev
   fonts-dejavu-core
 )
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(python3-torch sqlite3 libbenchmark-dev ca-certificates)
+  packages+=(python3-torch sqlite3 libbenchmark-dev ca-certificates appstream dpkg-dev)
   # The tokenizer reference tests run Node.js and npm; ones installed another way (NodeSource's
   # nodejs bundles npm) are fine, and Debian's npm package would conflict with them.
   command -v node >/dev/null || packages+=(nodejs)
