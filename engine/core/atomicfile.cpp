@@ -77,7 +77,12 @@ StagedFolder::StagedFolder(std::filesystem::path target)
     : m_target(std::move(target))
 {
     const std::filesystem::path parent = m_target.parent_path().empty() ? "." : m_target.parent_path();
-    m_staging = parent / ("." + m_target.filename().string() + ".partial-" + std::to_string(::getpid()));
+    // Appended piece by piece: `"." + std::string&&` makes GCC 12 at -O3 warn (-Wrestrict, a false positive).
+    std::string name = ".";
+    name += m_target.filename().string();
+    name += ".partial-";
+    name += std::to_string(::getpid());
+    m_staging = parent / name;
     std::error_code ec;
     std::filesystem::remove_all(m_staging, ec); // a leftover of an earlier attempt of this pid
     std::filesystem::create_directories(m_staging, ec);

@@ -40,8 +40,10 @@ std::map<std::string, torch::Tensor> readAll(const fs::path &file)
 {
     const io::SafetensorsFile tensors = io::SafetensorsFile::open(file);
     std::map<std::string, torch::Tensor> all;
+    io::TensorLoadOptions options;
+    options.copy = true;
     for (const auto &info : tensors.header().tensors)
-        all[info.name] = tensors.tensor(info.name, {.copy = true});
+        all[info.name] = tensors.tensor(info.name, options);
     return all;
 }
 
