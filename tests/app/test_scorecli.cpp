@@ -44,8 +44,11 @@ std::string slurp(const fs::path &path)
 std::string idList(const std::vector<int64_t> &ids)
 {
     std::string text;
-    for (size_t i = 0; i < ids.size(); ++i)
-        text += (i ? "," : "") + std::to_string(ids[i]);
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (i)
+            text += ',';
+        text += std::to_string(ids[i]);
+    }
     return text;
 }
 
@@ -192,8 +195,9 @@ TEST_F(ScoreCliTest, MatchesCheckedInGoldenLogprobs)
             EXPECT_LT(fs::file_size(checkedIn / "model.safetensors"), 8000u);
             modelDir = checkedIn;
         }
-        if (testCase.contains("shard_bytes"))
+        if (testCase.contains("shard_bytes")) {
             EXPECT_TRUE(fs::exists(modelDir / "model.safetensors.index.json")) << name;
+        }
         const std::vector<int64_t> ids = testCase.at("ids");
         const std::vector<double> expected = testCase.at("logprobs");
         const json out = score(modelDir, ids, testCase.contains("adapter") ? adapterDir : fs::path());
@@ -285,8 +289,9 @@ TEST_F(ScoreCliTest, MatchesIndependentPythonReferenceOnTheSameFolders)
         if (c.adapter)
             entry["adapter_dir"] = adapterDir.string();
         batch.push_back(entry);
-        if (c.shardBytes < 1'000'000)
+        if (c.shardBytes < 1'000'000) {
             EXPECT_TRUE(fs::exists(modelDir / "model.safetensors.index.json")) << c.name;
+        }
     }
     std::ofstream(dir() / "ref-cases.json") << batch.dump();
     const std::string command = "/usr/bin/python3 '" MODEL_REFERENCE_SCRIPT "' --score '"
