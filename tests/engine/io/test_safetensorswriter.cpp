@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 using namespace engine::io;
+using namespace std::string_literals;
 using testing_support::expectError;
 
 TEST(SafetensorsWriter, PadsTheHeaderToEightBytesAndOrdersByAlignmentThenName)
@@ -81,10 +82,10 @@ TEST(SafetensorsWriter, EmptyFileMatchesTheReferenceBytes)
     EXPECT_EQ(io_test::readBytes(dir / "e.safetensors"), std::string("\x08\0\0\0\0\0\0\0{}      ", 16));
     writeSafetensors(dir / "m.safetensors", {}, {{"framework", "pt"}});
     EXPECT_EQ(io_test::readBytes(dir / "m.safetensors"),
-              std::string("\x28\0\0\0\0\0\0\0", 8) + "{\"__metadata__\":{\"framework\":\"pt\"}}     ");
+              "\x28\0\0\0\0\0\0\0{\"__metadata__\":{\"framework\":\"pt\"}}     "s);
     // And its single-tensor test (attn.0, F32 [1, 2, 3], values 0..5).
     writeSafetensors(dir / "a.safetensors", {{"attn.0", torch::arange(6, torch::kFloat).reshape({1, 2, 3})}});
     const std::string bytes = io_test::readBytes(dir / "a.safetensors");
     EXPECT_EQ(bytes.substr(0, 8 + 64),
-              std::string("\x40\0\0\0\0\0\0\0", 8) + "{\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],\"data_offsets\":[0,24]}}");
+              "\x40\0\0\0\0\0\0\0{\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],\"data_offsets\":[0,24]}}"s);
 }

@@ -223,8 +223,10 @@ TEST(Lora, SavedAdapterHasPeftLayoutAndReloadsToTheSameScores)
     LlamaForCausalLM again = randomLlama(tinyLlama(), 3);
     engine::model::attachLora(again, s);
     std::map<std::string, torch::Tensor> tensors;
+    engine::io::TensorLoadOptions copy;
+    copy.copy = true;
     for (const auto &info : file.header().tensors)
-        tensors[info.name] = file.tensor(info.name, {.copy = true});
+        tensors[info.name] = file.tensor(info.name, copy);
     engine::model::loadPeftAdapterTensors(again, s, tensors, "adapter");
     again->eval();
     EXPECT_TRUE(torch::equal(again->forward(ids), model->forward(ids)));
@@ -322,8 +324,9 @@ TEST(GradientCheckpointing, GivesTheSameLossAndGradientsWithLoraDropoutAndFullTr
         EXPECT_EQ(plainLoss, checkpointedLoss) << "lora " << lora << " bf16 " << bf16;
         if (!lora && !bf16)
             fp32Loss = plainLoss;
-        if (!lora && bf16)
+        if (!lora && bf16) {
             EXPECT_NE(plainLoss, fp32Loss) << "autocast changed nothing: the bf16 case would test nothing";
+        }
         ASSERT_EQ(plain.size(), checkpointed.size());
         for (const auto &[name, grad] : plain) {
             ASSERT_TRUE(checkpointed.at(name).defined()) << name << " got no gradient under checkpointing";

@@ -25,8 +25,11 @@ const std::filesystem::path kConfigs = std::filesystem::path(TUNEBENCH_TEST_DATA
 std::string shapeText(const std::vector<int64_t> &shape)
 {
     std::string text = "[";
-    for (size_t i = 0; i < shape.size(); ++i)
-        text += (i ? "," : "") + std::to_string(shape[i]);
+    for (size_t i = 0; i < shape.size(); ++i) {
+        if (i)
+            text += ',';
+        text += std::to_string(shape[i]);
+    }
     return text + "]";
 }
 

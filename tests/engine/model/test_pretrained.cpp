@@ -34,6 +34,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
+/// "m3" for ("m", 3). (Not `"m" + std::to_string(n)`: GCC 12 at -O3 warns on it, a false positive.)
+std::string numbered(const char *prefix, int n)
+{
+    std::string text = prefix;
+    text += std::to_string(n);
+    return text;
+}
+
 std::vector<std::pair<std::string, torch::Tensor>> namedTensors(LlamaForCausalLM &model)
 {
     std::vector<std::pair<std::string, torch::Tensor>> out;
@@ -99,7 +107,7 @@ TEST(Pretrained, SaveLoadRoundTripIsBitForBit)
     for (const LlamaConfig &config : configs) {
         const std::string what = config.toJson().dump();
         LlamaForCausalLM model = randomLlama(config, 20 + n);
-        const fs::path folder = dir / ("m" + std::to_string(n++));
+        const fs::path folder = dir / numbered("m", n++);
         engine::model::savePretrained(model, folder);
         EXPECT_TRUE(fs::exists(folder / "config.json"));
         EXPECT_TRUE(fs::exists(folder / "model.safetensors"));
@@ -169,7 +177,8 @@ TEST(Pretrained, ShardedSaveWritesShardsAndIndexAndLoadsBack)
     for (const std::string &shard : shards) {
         EXPECT_TRUE(shard.starts_with("model-0000") && shard.ends_with(".safetensors")) << shard;
         EXPECT_LE(fs::file_size(dir / shard), limit + 4096) << shard; // plus header
-        for (const auto &info : engine::io::SafetensorsFile::open(dir / shard).header().tensors)
+        const auto file = engine::io::SafetensorsFile::open(dir / shard); // outlives the loop over its header
+        for (const auto &info : file.header().tensors)
             total += info.byteSize();
     }
     EXPECT_EQ(index.at("metadata").at("total_size").get<uint64_t>(), total);
@@ -349,7 +358,7 @@ TEST(PeftLora, MergesAlphaOverRTimesBA)
             json cfg = adapterConfig(r, alpha);
             cfg["use_rslora"] = rslora;
             const auto lora = randomLora(r);
-            const fs::path folder = dir / ("a" + std::to_string(rslora) + name);
+            const fs::path folder = dir / (numbered("a", rslora) + name);
             writeAdapter(folder, cfg, lora, name);
             EXPECT_EQ(engine::model::applyPeftLoraAdapter(model, folder), 2);
 
@@ -364,8 +373,9 @@ TEST(PeftLora, MergesAlphaOverRTimesBA)
                 EXPECT_GT(testing_support::maxAbsDiff(merged[key], original[key]), 1.0) << "the delta is visible";
             }
             for (const auto &item : original) {
-                if (item.key() != lora[0].module + ".weight" && item.key() != lora[1].module + ".weight")
+                if (item.key() != lora[0].module + ".weight" && item.key() != lora[1].module + ".weight") {
                     EXPECT_TRUE(torch::equal(item.value(), merged[item.key()])) << item.key() << " must not change";
+                }
             }
         }
     }
@@ -411,8 +421,10 @@ TEST(PeftLora, ModulesToSaveReplaceTheirModuleAndMlpBiasModelsTakeAdapters)
     writeAdapter(folder, cfg, randomLora(4));
     auto tensors = engine::io::SafetensorsFile::open(folder / "adapter_model.safetensors");
     std::vector<std::pair<std::string, torch::Tensor>> all;
+    engine::io::TensorLoadOptions copy;
+    copy.copy = true;
     for (const auto &info : tensors.header().tensors)
-        all.emplace_back(info.name, tensors.tensor(info.name, {.copy = true}));
+        all.emplace_back(info.name, tensors.tensor(info.name, copy));
     all.emplace_back("base_model.model.lm_head.weight", head);
     engine::io::writeSafetensors(folder / "adapter_model.safetensors", all);
     EXPECT_TRUE(model->named_parameters().contains("model.layers.0.mlp.gate_proj.bias"));
@@ -429,7 +441,7 @@ TEST(PeftLora, RefusesWhatItCannotApplyExactly)
     int n = 0;
     auto refused = [&](const json &cfg, const std::vector<LoraModule> &modules, ErrorKind kind,
                        const std::string &needle) {
-        const fs::path folder = dir / ("r" + std::to_string(n++));
+        const fs::path folder = dir / numbered("r", n++);
         writeAdapter(folder, cfg, modules);
         expectError([&] { engine::model::applyPeftLoraAdapter(model, folder); }, kind, needle);
     };
