@@ -2,89 +2,63 @@
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
-#include "engine/report/canvas.h"
 #include "engine/report/plotstyle.h"
-#include "engine/report/pngwriter.h"
+#include "engine/report/ticks.h"
+
+#include <cairo-pdf.h>
+#include <cairo-svg.h>
+#include <cairo.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <numbers>
+#include <string_view>
+#include <tuple>
+#include <utility>
 
 namespace engine::report {
 namespace {
 
-struct Range {
-    double lo = 0;
-    double hi = 1;
+constexpr const char *kFontFamily = "DejaVu Sans";
+
+/// The curve as it is drawn: finite x, ascending; y as given (NaN breaks the line).
+struct PlotData {
+    std::vector<double> x, y, smoothed;
+    std::vector<double> evalX, evalY;
+    double xLo = 0, xHi = 1, yLo = 0, yHi = 1;
+    bool integerSteps = true;
 };
 
-/// "Nice" tick positions (1, 2 or 5 times a power of ten) inside `range`, about `target` of them.
-std::vector<double> niceTicks(Range range, int target, bool integersOnly)
+struct Rect {
+    double x = 0, y = 0, width = 0, height = 0;
+    double right() const { return x + width; }
+    double bottom() const { return y + height; }
+};
+
+/// Splits a curve into ascending x and y, dropping points whose x is not finite.
+void sortedFinite(const std::vector<CurvePoint> &curve, std::vector<double> &xs, std::vector<double> &ys)
 {
-    const double span = range.hi - range.lo;
-    if (!(span > 0) || !std::isfinite(span))
-        return {range.lo};
-    const double rough = span / std::max(1, target);
-    const double magnitude = std::pow(10.0, std::floor(std::log10(rough)));
-    const double normalized = rough / magnitude;
-    double step = (normalized < 1.5 ? 1 : normalized < 3 ? 2 : normalized < 7 ? 5 : 10) * magnitude;
-    if (integersOnly)
-        step = std::max(step, 1.0);
-    std::vector<double> ticks;
-    const double first = std::ceil(range.lo / step - 1e-9);
-    for (int i = 0; i < 1000; ++i) {
-        const double tick = (first + i) * step;
-        if (tick > range.hi + step * 1e-9)
-            break;
-        ticks.push_back(std::abs(tick) < step * 1e-9 ? 0.0 : tick);
+    std::vector<CurvePoint> points;
+    points.reserve(curve.size());
+    for (const CurvePoint &point : curve)
+        if (std::isfinite(point.x))
+            points.push_back(point);
+    auto byX = [](const CurvePoint &a, const CurvePoint &b) { return a.x < b.x; };
+    if (!std::is_sorted(points.begin(), points.end(), byX))
+        std::stable_sort(points.begin(), points.end(), byX);
+    xs.reserve(points.size());
+    ys.reserve(points.size());
+    for (const CurvePoint &point : points) {
+        xs.push_back(point.x);
+        ys.push_back(point.y);
     }
-    return ticks;
 }
 
-/// Tick labels with just enough decimals to tell neighbours apart.
-std::vector<std::string> tickLabels(const std::vector<double> &ticks)
-{
-    const double step = ticks.size() > 1 ? ticks[1] - ticks[0] : std::max(std::abs(ticks[0]), 1.0);
-    const double largest = std::max(std::abs(ticks.front()), std::abs(ticks.back()));
-    const int decimals = std::clamp(static_cast<int>(-std::floor(std::log10(step) + 1e-9)), 0, 12);
-    const bool scientific = largest >= 1e7 || (largest > 0 && decimals > 6);
-    std::vector<std::string> labels;
-    for (const double tick : ticks) {
-        char buffer[64];
-        if (scientific)
-            std::snprintf(buffer, sizeof buffer, "%.3g", tick);
-        else
-            std::snprintf(buffer, sizeof buffer, "%.*f", decimals, tick);
-        labels.emplace_back(buffer);
-    }
-    return labels;
-}
-
-/// Printable ASCII only: one '?' per other UTF-8 character.
-std::string asciiOnly(const std::string &text)
-{
-    std::string out;
-    for (const char c : text) {
-        const auto byte = static_cast<unsigned char>(c);
-        if (byte >= 32 && byte <= 126)
-            out += c;
-        else if (byte < 0x80 || byte >= 0xC0)
-            out += '?';
-    }
-    return out;
-}
-
-/// Shortens `text` with "..." until it fits in `width` pixels.
-std::string fitted(std::string text, int width, int scale)
-{
-    if (Canvas::textWidth(text, scale) <= width)
-        return text;
-    while (!text.empty() && Canvas::textWidth(text + "...", scale) > width)
-        text.pop_back();
-    return text + "...";
-}
-
-Range paddedRange(double lo, double hi, double fraction)
+/// [lo, hi] widened by `fraction` of its span on each side; a range without width gets some.
+std::pair<double, double> padded(double lo, double hi, double fraction)
 {
     if (hi > lo) {
         const double pad = (hi - lo) * fraction;
@@ -94,155 +68,440 @@ Range paddedRange(double lo, double hi, double fraction)
     return {lo - pad, hi + pad};
 }
 
+PlotData prepare(const std::filesystem::path &path, const std::vector<CurvePoint> &curve, const LossPlotOptions &options)
+{
+    if (options.width < 160 || options.width > 8192 || options.height < 120 || options.height > 8192)
+        throw invalidInput("loss plot size must be from 160x120 to 8192x8192, not " + std::to_string(options.width)
+                           + "x" + std::to_string(options.height));
+    if (curve.empty())
+        throw invalidInput("cannot plot " + path.string() + ": the loss curve has no points");
+    PlotData data;
+    sortedFinite(curve, data.x, data.y);
+    sortedFinite(options.evalCurve, data.evalX, data.evalY);
+    double yLo = INFINITY, yHi = -INFINITY, xLo = INFINITY, xHi = -INFINITY;
+    auto extend = [&](const std::vector<double> &xs, const std::vector<double> &ys) {
+        for (size_t i = 0; i < xs.size(); ++i) {
+            if (!std::isfinite(ys[i]))
+                continue;
+            yLo = std::min(yLo, ys[i]);
+            yHi = std::max(yHi, ys[i]);
+            xLo = std::min(xLo, xs[i]);
+            xHi = std::max(xHi, xs[i]);
+            data.integerSteps = data.integerSteps && xs[i] == std::floor(xs[i]);
+        }
+    };
+    extend(data.x, data.y);
+    if (!(yLo <= yHi))
+        throw invalidInput("cannot plot " + path.string() + ": every point of the loss curve is NaN or infinite");
+    extend(data.evalX, data.evalY);
+    data.smoothed = smoothDebiased(data.y, options.smoothing); // the full data, before any decimation
+    std::tie(data.yLo, data.yHi) = padded(yLo, yHi, 0.05);
+    std::tie(data.xLo, data.xHi) = xLo < xHi ? std::pair{xLo, xHi} : padded(xLo, xHi, 0);
+    return data;
+}
+
+/// Valid UTF-8 with control characters as spaces; each byte of a broken sequence becomes '?'.
+std::string cleanUtf8(std::string_view text)
+{
+    std::string out;
+    size_t i = 0;
+    while (i < text.size()) {
+        const auto lead = static_cast<unsigned char>(text[i]);
+        size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+        if (length > 1) {
+            bool valid = i + length <= text.size();
+            for (size_t k = 1; valid && k < length; ++k)
+                valid = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+            if (valid) { // refuse overlong forms, surrogates and code points past U+10FFFF
+                uint32_t code = lead & (0x7F >> length);
+                for (size_t k = 1; k < length; ++k)
+                    code = (code << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+                static constexpr uint32_t kSmallest[5] = {0, 0, 0x80, 0x800, 0x10000};
+                valid = code >= kSmallest[length] && code <= 0x10FFFF && !(code >= 0xD800 && code <= 0xDFFF);
+            }
+            if (!valid)
+                length = 0;
+        }
+        if (length == 0) {
+            out += '?';
+            ++i;
+        } else if (length == 1) {
+            out += std::iscntrl(lead) ? ' ' : static_cast<char>(lead);
+            ++i;
+        } else {
+            out.append(text.substr(i, length));
+            i += length;
+        }
+    }
+    return out;
+}
+
+struct SurfaceDeleter {
+    void operator()(cairo_surface_t *surface) const { cairo_surface_destroy(surface); }
+};
+struct ContextDeleter {
+    void operator()(cairo_t *cr) const { cairo_destroy(cr); }
+};
+using SurfacePtr = std::unique_ptr<cairo_surface_t, SurfaceDeleter>;
+using ContextPtr = std::unique_ptr<cairo_t, ContextDeleter>;
+
+/// cairo's output callback: appends to a std::string (no exception may cross cairo's C frames).
+cairo_status_t appendBytes(void *closure, const unsigned char *data, unsigned int length)
+{
+    try {
+        static_cast<std::string *>(closure)->append(reinterpret_cast<const char *>(data), length);
+        return CAIRO_STATUS_SUCCESS;
+    } catch (...) {
+        return CAIRO_STATUS_WRITE_ERROR;
+    }
+}
+
+void check(cairo_status_t status, const std::filesystem::path &path)
+{
+    if (status != CAIRO_STATUS_SUCCESS)
+        throw Error(ErrorKind::Internal, "cannot draw " + path.string() + ": cairo: " + cairo_status_to_string(status));
+}
+
+/// Drawing with the sizes of one picture: `unit` scales every length so text stays readable.
+class Painter {
+public:
+    /// `textAsPaths`: glyphs become filled outlines (SVG: Qt's SVG renderer does not draw the
+    /// <symbol> glyphs cairo writes for text).
+    Painter(cairo_t *cr, double unit, bool textAsPaths) : m_cr(cr), m_unit(unit), m_textAsPaths(textAsPaths)
+    {
+        cairo_font_options_t *fontOptions = cairo_font_options_create();
+        cairo_font_options_set_antialias(fontOptions, CAIRO_ANTIALIAS_GRAY);
+        cairo_font_options_set_hint_style(fontOptions, CAIRO_HINT_STYLE_SLIGHT);
+        cairo_font_options_set_hint_metrics(fontOptions, CAIRO_HINT_METRICS_OFF);
+        cairo_set_font_options(m_cr, fontOptions);
+        cairo_font_options_destroy(fontOptions);
+    }
+
+    double px(double length) const { return length * m_unit; }
+    /// A crisp one-pixel line lies on a pixel's centre.
+    static double snapped(double coordinate) { return std::floor(coordinate) + 0.5; }
+
+    void color(Rgb rgb) { cairo_set_source_rgb(m_cr, rgb.r / 255.0, rgb.g / 255.0, rgb.b / 255.0); }
+
+    void font(double size, bool bold = false)
+    {
+        cairo_select_font_face(m_cr, kFontFamily, CAIRO_FONT_SLANT_NORMAL,
+                               bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+        cairo_set_font_size(m_cr, std::max(7.0, px(size)));
+    }
+    double textWidth(const std::string &text)
+    {
+        cairo_text_extents_t extents;
+        cairo_text_extents(m_cr, text.c_str(), &extents);
+        return extents.x_advance;
+    }
+    /// Height of a capital letter or digit of the current font, for centring text on a line.
+    double capHeight()
+    {
+        cairo_text_extents_t extents;
+        cairo_text_extents(m_cr, "0", &extents);
+        return -extents.y_bearing;
+    }
+    /// Text whose horizontal anchor (0 left, 0.5 centre, 1 right) is at x and whose digits are
+    /// centred on y.
+    void text(const std::string &text, double x, double y, double anchor)
+    {
+        cairo_move_to(m_cr, x - anchor * textWidth(text), y + capHeight() / 2);
+        if (m_textAsPaths) {
+            cairo_text_path(m_cr, text.c_str());
+            cairo_fill(m_cr);
+        } else {
+            cairo_show_text(m_cr, text.c_str());
+        }
+    }
+    /// Text reading bottom to top, centred on (x, y).
+    void textUp(const std::string &text, double x, double y)
+    {
+        cairo_save(m_cr);
+        cairo_translate(m_cr, x, y);
+        cairo_rotate(m_cr, -std::numbers::pi / 2);
+        this->text(text, 0, 0, 0.5);
+        cairo_restore(m_cr);
+    }
+    /// `text` cut with an ellipsis until it is at most `width` wide.
+    std::string fitted(std::string text, double width)
+    {
+        if (textWidth(text) <= width)
+            return text;
+        const std::string ellipsis = "\u2026";
+        while (!text.empty() && textWidth(text + ellipsis) > width) {
+            text.pop_back();
+            while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80)
+                text.pop_back(); // a whole UTF-8 character at a time
+            if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xC0)
+                text.pop_back();
+        }
+        return text + ellipsis;
+    }
+
+    void line(double x0, double y0, double x1, double y1, double width, Rgb rgb)
+    {
+        color(rgb);
+        cairo_set_line_width(m_cr, width);
+        cairo_move_to(m_cr, x0, y0);
+        cairo_line_to(m_cr, x1, y1);
+        cairo_stroke(m_cr);
+    }
+
+    /// A polyline through the points in pixels; NaN y breaks it, a lone point shows as a dot.
+    template <typename ToX, typename ToY>
+    void series(const XYSeries &points, ToX toX, ToY toY, double width, Rgb rgb)
+    {
+        color(rgb);
+        cairo_set_line_width(m_cr, width);
+        cairo_set_line_join(m_cr, CAIRO_LINE_JOIN_ROUND);
+        cairo_set_line_cap(m_cr, CAIRO_LINE_CAP_ROUND);
+        size_t run = 0;
+        double lastX = 0, lastY = 0;
+        auto endRun = [&] {
+            if (run == 1) { // a dot where a line has only one point between gaps
+                cairo_new_sub_path(m_cr);
+                cairo_arc(m_cr, lastX, lastY, width * 1.2, 0, 2 * std::numbers::pi);
+                cairo_fill(m_cr);
+            }
+            run = 0;
+        };
+        for (size_t i = 0; i < points.x.size(); ++i) {
+            if (!std::isfinite(points.y[i])) {
+                endRun();
+                continue;
+            }
+            lastX = toX(points.x[i]);
+            lastY = toY(points.y[i]);
+            if (run == 0)
+                cairo_move_to(m_cr, lastX, lastY);
+            else
+                cairo_line_to(m_cr, lastX, lastY);
+            ++run;
+            if (i + 1 == points.x.size() || !std::isfinite(points.y[i + 1])) {
+                if (run > 1)
+                    cairo_stroke(m_cr);
+                else
+                    cairo_new_path(m_cr);
+                endRun();
+            }
+        }
+    }
+
+    /// A filled circle with a white ring, the eval-loss marker.
+    void marker(double x, double y, double radius, Rgb rgb)
+    {
+        cairo_new_sub_path(m_cr);
+        cairo_arc(m_cr, x, y, radius, 0, 2 * std::numbers::pi);
+        color(rgb);
+        cairo_fill_preserve(m_cr);
+        color(kBackgroundColor);
+        cairo_set_line_width(m_cr, std::max(1.0, radius * 0.35));
+        cairo_stroke(m_cr);
+    }
+
+private:
+    cairo_t *m_cr;
+    double m_unit;
+    bool m_textAsPaths;
+};
+
+void draw(cairo_t *cr, const PlotData &data, const LossPlotOptions &options, bool textAsPaths)
+{
+    const double width = options.width;
+    const double height = options.height;
+    // One unit is a pixel at 960x540; bigger pictures get bigger text and lines.
+    const double unit = std::clamp(std::min(width / 960.0, height / 540.0), 0.6, 8.0);
+    Painter paint(cr, unit, textAsPaths);
+
+    paint.color(kBackgroundColor);
+    cairo_paint(cr);
+
+    const double margin = paint.px(18);
+    const double tickFont = 12;
+    const double labelFont = 13;
+    const double titleFont = 16;
+
+    // Header row: the title on the left, the legend on the right.
+    paint.font(titleFont, true);
+    const double headerHeight = paint.capHeight() * 1.6;
+    const double headerCentre = margin + headerHeight / 2;
+
+    // Y ticks first: their labels decide how far the plot starts from the left.
+    paint.font(tickFont);
+    const double tickHeight = paint.capHeight();
+    Rect plot;
+    plot.y = margin + headerHeight + paint.px(14);
+    const double xTickRoom = paint.px(8) + tickHeight + paint.px(12) + paint.capHeight() * 1.1;
+    plot.height = height - plot.y - margin - xTickRoom;
+    const int yTarget = std::max(2, static_cast<int>(plot.height / (tickHeight * 5)));
+    const std::vector<double> yTicks = niceTicks(data.yLo, data.yHi, yTarget, false);
+    const std::vector<std::string> yLabels = tickLabels(yTicks);
+    double yLabelWidth = 0;
+    for (const std::string &label : yLabels)
+        yLabelWidth = std::max(yLabelWidth, paint.textWidth(label));
+    paint.font(labelFont);
+    plot.x = margin + paint.capHeight() * 1.2 + paint.px(12) + yLabelWidth + paint.px(8);
+    paint.font(tickFont);
+    plot.width = width - plot.x - margin - paint.px(6);
+
+    // X ticks: as many as fit side by side with room to spare.
+    const std::string widestX = tickLabels(niceTicks(data.xLo, data.xHi, 10, data.integerSteps)).back();
+    const int xTarget = std::max(2, static_cast<int>(plot.width / (paint.textWidth(widestX) + paint.px(56))));
+    const std::vector<double> xTicks = niceTicks(data.xLo, data.xHi, xTarget, data.integerSteps);
+    const std::vector<std::string> xLabels = tickLabels(xTicks);
+
+    auto toX = [&](double x) { return plot.x + (x - data.xLo) / (data.xHi - data.xLo) * plot.width; };
+    auto toY = [&](double y) { return plot.bottom() - (y - data.yLo) / (data.yHi - data.yLo) * plot.height; };
+
+    // Grid, tick marks and tick labels.
+    const double hairline = std::max(1.0, std::round(paint.px(1)));
+    for (size_t i = 0; i < yTicks.size(); ++i) {
+        const double y = Painter::snapped(toY(yTicks[i]));
+        paint.line(plot.x, y, plot.right(), y, hairline, kGridColor);
+        paint.color(kTextColor);
+        paint.text(yLabels[i], plot.x - paint.px(8), y, 1.0);
+    }
+    for (size_t i = 0; i < xTicks.size(); ++i) {
+        const double x = Painter::snapped(toX(xTicks[i]));
+        paint.line(x, plot.y, x, plot.bottom(), hairline, kGridColor);
+        paint.line(x, plot.bottom(), x, plot.bottom() + paint.px(5), hairline, kAxisColor);
+        paint.color(kTextColor);
+        const double labelWidth = paint.textWidth(xLabels[i]);
+        const double centre = std::clamp(x, labelWidth / 2 + paint.px(2), width - labelWidth / 2 - paint.px(2));
+        paint.text(xLabels[i], centre, plot.bottom() + paint.px(8) + tickHeight, 0.5);
+    }
+    const double axisX = Painter::snapped(plot.x);
+    const double axisY = Painter::snapped(plot.bottom());
+    paint.line(axisX, plot.y, axisX, axisY, hairline, kAxisColor);
+    paint.line(axisX, axisY, plot.right(), axisY, hairline, kAxisColor);
+
+    // Axis names.
+    paint.font(labelFont);
+    paint.color(kTextColor);
+    paint.text("step", plot.x + plot.width / 2, height - margin - paint.capHeight() / 2, 0.5);
+    paint.textUp("loss", margin + paint.capHeight() / 2, plot.y + plot.height / 2);
+
+    // Curves, clipped to the plot: raw (light) under smoothed (strong), each decimated to the pixel
+    // columns from the full data; without smoothing the raw curve is the strong one.
+    cairo_save(cr);
+    cairo_rectangle(cr, plot.x + hairline, plot.y - paint.px(4), plot.width + paint.px(4), plot.height + paint.px(4));
+    cairo_clip(cr);
+    const int buckets = std::max(1, static_cast<int>(std::ceil(plot.width)));
+    const bool smoothing = options.smoothing > 0;
+    const double strongWidth = std::max(1.5, paint.px(2));
+    const XYSeries raw = decimateMinMax(data.x, data.y, data.xLo, data.xHi, buckets);
+    if (smoothing) {
+        paint.series(raw, toX, toY, std::max(1.0, paint.px(1.2)), kRawCurveColor);
+        paint.series(decimateMinMax(data.x, data.smoothed, data.xLo, data.xHi, buckets), toX, toY, strongWidth,
+                     kSmoothedCurveColor);
+    } else {
+        paint.series(raw, toX, toY, strongWidth, kSmoothedCurveColor);
+    }
+    cairo_restore(cr);
+    // Eval markers are whole even at the plot's edges; only those outside the x range are left out.
+    const XYSeries eval = decimateMinMax(data.evalX, data.evalY, data.xLo, data.xHi, buckets);
+    const double markerRadius = std::max(2.5, paint.px(3.5));
+    for (size_t i = 0; i < eval.x.size(); ++i)
+        if (std::isfinite(eval.y[i]) && eval.x[i] >= data.xLo && eval.x[i] <= data.xHi)
+            paint.marker(toX(eval.x[i]), toY(eval.y[i]), markerRadius, kEvalColor);
+
+    // Legend, right to left at the right of the header row.
+    paint.font(labelFont);
+    double legendLeft = width - margin;
+    auto legendEntry = [&](const std::string &label, Rgb rgb, bool isMarker, double lineWidth) {
+        legendLeft -= paint.textWidth(label);
+        paint.color(kTextColor);
+        paint.text(label, legendLeft, headerCentre, 0);
+        const double swatch = paint.px(18);
+        legendLeft -= paint.px(6) + swatch;
+        if (isMarker)
+            paint.marker(legendLeft + swatch / 2, headerCentre, markerRadius, rgb);
+        else
+            paint.line(legendLeft, headerCentre, legendLeft + swatch, headerCentre, lineWidth, rgb);
+        legendLeft -= paint.px(18);
+    };
+    bool hasEval = std::any_of(data.evalY.begin(), data.evalY.end(), [](double y) { return std::isfinite(y); });
+    if (hasEval)
+        legendEntry("eval", kEvalColor, true, 0);
+    if (smoothing) {
+        char label[64];
+        std::snprintf(label, sizeof label, "smoothed (%.3g)", options.smoothing);
+        legendEntry(label, kSmoothedCurveColor, false, strongWidth);
+        legendEntry("raw", kRawCurveColor, false, std::max(1.5, paint.px(2)));
+    } else {
+        legendEntry("train", kSmoothedCurveColor, false, strongWidth);
+    }
+
+    // The title, shortened if the legend leaves it too little room.
+    paint.font(titleFont, true);
+    paint.color(kTitleColor);
+    paint.text(paint.fitted(cleanUtf8(options.title), legendLeft - margin), margin, headerCentre, 0);
+}
+
+/// The picture's bytes in `format`.
+std::string render(PlotFormat format, const std::filesystem::path &path, const std::vector<CurvePoint> &curve,
+                   const LossPlotOptions &options)
+{
+    const PlotData data = prepare(path, curve, options);
+    std::string bytes;
+    SurfacePtr surface;
+    switch (format) {
+    case PlotFormat::Png:
+        surface.reset(cairo_image_surface_create(CAIRO_FORMAT_RGB24, options.width, options.height));
+        break;
+    case PlotFormat::Svg:
+        surface.reset(cairo_svg_surface_create_for_stream(appendBytes, &bytes, options.width, options.height));
+        cairo_svg_surface_set_document_unit(surface.get(), CAIRO_SVG_UNIT_PX);
+        break;
+    case PlotFormat::Pdf:
+        surface.reset(cairo_pdf_surface_create_for_stream(appendBytes, &bytes, options.width, options.height));
+        cairo_pdf_surface_set_metadata(surface.get(), CAIRO_PDF_METADATA_TITLE, cleanUtf8(options.title).c_str());
+        cairo_pdf_surface_set_metadata(surface.get(), CAIRO_PDF_METADATA_CREATOR, "tunebench");
+        break;
+    }
+    check(cairo_surface_status(surface.get()), path);
+    {
+        ContextPtr cr(cairo_create(surface.get()));
+        draw(cr.get(), data, options, format == PlotFormat::Svg);
+        check(cairo_status(cr.get()), path);
+    }
+    if (format == PlotFormat::Png)
+        check(cairo_surface_write_to_png_stream(surface.get(), appendBytes, &bytes), path);
+    cairo_surface_finish(surface.get()); // SVG and PDF write their last bytes here
+    check(cairo_surface_status(surface.get()), path);
+    return bytes;
+}
+
 } // namespace
 
-std::vector<double> smoothDebiased(const std::vector<double> &values, double weight)
+PlotFormat plotFormatFor(const std::filesystem::path &path)
 {
-    if (!(weight >= 0 && weight < 1))
-        throw invalidInput("smoothing weight must be at least 0 and below 1, not " + std::to_string(weight));
-    std::vector<double> smoothed;
-    smoothed.reserve(values.size());
-    double ema = 0;
-    int finiteCount = 0; // non-finite values pass through and do not count, as in TensorBoard
-    for (const double value : values) {
-        if (!std::isfinite(value)) {
-            smoothed.push_back(value);
-            continue;
-        }
-        ema = weight * ema + (1 - weight) * value;
-        ++finiteCount;
-        smoothed.push_back(ema / (1 - std::pow(weight, finiteCount)));
-    }
-    return smoothed;
+    std::string extension = path.extension().string();
+    std::transform(extension.begin(), extension.end(), extension.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (extension == ".png")
+        return PlotFormat::Png;
+    if (extension == ".svg")
+        return PlotFormat::Svg;
+    if (extension == ".pdf")
+        return PlotFormat::Pdf;
+    throw invalidInput("cannot write the plot " + path.string() + ": "
+                       + (extension.empty() ? std::string("it has no extension")
+                                            : "the extension \"" + path.extension().string() + "\" is not known")
+                       + "; use .png, .svg or .pdf");
+}
+
+void writeLossPlot(const std::filesystem::path &path, const std::vector<CurvePoint> &curve, const LossPlotOptions &options)
+{
+    const PlotFormat format = plotFormatFor(path);
+    writeFileAtomically(path, render(format, path, curve, options));
 }
 
 void writeLossPlotPng(const std::filesystem::path &path, const std::vector<CurvePoint> &curve,
                       const LossPlotOptions &options)
 {
-    if (options.width < 160 || options.width > 8192 || options.height < 120 || options.height > 8192)
-        throw invalidInput("loss plot size must be from 160x120 to 8192x8192 pixels, not " +
-                           std::to_string(options.width) + "x" + std::to_string(options.height));
-    if (curve.empty())
-        throw invalidInput("cannot plot " + path.string() + ": the loss curve has no points");
-    std::vector<CurvePoint> points;
-    for (const auto &point : curve)
-        if (std::isfinite(point.x) && std::isfinite(point.y))
-            points.push_back(point);
-    if (points.empty())
-        throw invalidInput("cannot plot " + path.string() + ": every point of the loss curve is NaN or infinite");
-    std::stable_sort(points.begin(), points.end(), [](const CurvePoint &a, const CurvePoint &b) { return a.x < b.x; });
-
-    std::vector<double> ys;
-    ys.reserve(points.size());
-    for (const auto &point : points)
-        ys.push_back(point.y);
-    const std::vector<double> smoothed = smoothDebiased(ys, options.smoothing);
-
-    const auto [yMin, yMax] = std::minmax_element(ys.begin(), ys.end());
-    const Range yRange = paddedRange(*yMin, *yMax, 0.05);
-    const Range xRange = points.front().x < points.back().x ? Range{points.front().x, points.back().x}
-                                                              : paddedRange(points.front().x, points.back().x, 0);
-    const bool integerSteps =
-        std::all_of(points.begin(), points.end(), [](const CurvePoint &p) { return p.x == std::floor(p.x); });
-
-    // Layout, in pixels; everything scales with the picture so that text stays readable.
-    const int scale = std::clamp(std::min(options.width / 480, options.height / 270), 1, 4);
-    const int titleScale = scale + 1;
-    const int pad = 8 * scale;
-    const int gap = 4 * scale;
-    const int textHeight = Canvas::textHeight(scale);
-    const int headerHeight = Canvas::textHeight(titleScale);
-
-    const std::vector<double> yTicks = niceTicks(yRange, std::max(2, options.height / (textHeight * 5)), false);
-    const std::vector<std::string> yLabels = tickLabels(yTicks);
-    int yLabelWidth = 0;
-    for (const auto &label : yLabels)
-        yLabelWidth = std::max(yLabelWidth, Canvas::textWidth(label, scale));
-
-    RectI plot;
-    plot.x = pad + textHeight + gap * 2 + yLabelWidth + gap;
-    plot.y = pad + headerHeight + gap * 2;
-    plot.width = options.width - plot.x - pad * 2;
-    plot.height = options.height - plot.y - (gap + textHeight + gap * 2 + textHeight + pad);
-
-    // X ticks: as many as fit side by side with room to spare.
-    const std::string widestX = tickLabels(niceTicks(xRange, 10, integerSteps)).back();
-    const int xTarget = std::max(2, plot.width / std::max(1, Canvas::textWidth(widestX + "0000", scale)));
-    const std::vector<double> xTicks = niceTicks(xRange, xTarget, integerSteps);
-    const std::vector<std::string> xLabels = tickLabels(xTicks);
-
-    auto toPixelX = [&](double x) { return plot.x + (x - xRange.lo) / (xRange.hi - xRange.lo) * plot.width; };
-    auto toPixelY = [&](double y) { return plot.y + plot.height - (y - yRange.lo) / (yRange.hi - yRange.lo) * plot.height; };
-
-    Canvas canvas(options.width, options.height, kBackgroundColor);
-
-    // Grid and ticks.
-    for (size_t i = 0; i < yTicks.size(); ++i) {
-        const int y = static_cast<int>(std::floor(toPixelY(yTicks[i])));
-        canvas.fillRect({plot.x, y, plot.width, 1}, kGridColor);
-        canvas.fillRect({plot.x - gap, y, gap, 1}, kFrameColor);
-        canvas.drawText(plot.x - gap * 2 - Canvas::textWidth(yLabels[i], scale), y - textHeight / 2, yLabels[i],
-                        scale, kTextColor);
-    }
-    for (size_t i = 0; i < xTicks.size(); ++i) {
-        const int x = static_cast<int>(std::floor(toPixelX(xTicks[i])));
-        canvas.fillRect({x, plot.y, 1, plot.height}, kGridColor);
-        canvas.fillRect({x, plot.y + plot.height, 1, gap}, kFrameColor);
-        const int labelWidth = Canvas::textWidth(xLabels[i], scale);
-        const int left = std::clamp(x - labelWidth / 2, 0, options.width - labelWidth);
-        canvas.drawText(left, plot.y + plot.height + gap * 2, xLabels[i], scale, kTextColor);
-    }
-
-    // Curves: raw (light) under smoothed (strong). Without smoothing the raw curve is the strong one.
-    const RectI clip{plot.x + 1, plot.y + 1, plot.width - 2, plot.height - 2};
-    std::vector<PointF> raw;
-    std::vector<PointF> smooth;
-    raw.reserve(points.size());
-    smooth.reserve(points.size());
-    for (size_t i = 0; i < points.size(); ++i) {
-        raw.push_back({toPixelX(points[i].x), toPixelY(points[i].y)});
-        smooth.push_back({toPixelX(points[i].x), toPixelY(smoothed[i])});
-    }
-    const bool smoothing = options.smoothing > 0;
-    const double dotWidth = points.size() == 1 ? 3.0 * scale : 0.0; // a lone point needs to be seen
-    if (smoothing) {
-        canvas.strokePolyline(raw, std::max(1.0, dotWidth), kRawCurveColor, clip);
-        canvas.strokePolyline(smooth, std::max(1.0 + 0.75 * scale, dotWidth), kSmoothedCurveColor, clip);
-    } else {
-        canvas.strokePolyline(raw, std::max(1.0 + 0.75 * scale, dotWidth), kSmoothedCurveColor, clip);
-    }
-    canvas.strokeRect(plot, kFrameColor);
-
-    // Axis names.
-    canvas.drawText(plot.x + (plot.width - Canvas::textWidth("step", scale)) / 2,
-                    plot.y + plot.height + gap * 3 + textHeight + gap, "step", scale, kTextColor);
-    canvas.drawTextUp(pad, plot.y + (plot.height + Canvas::textWidth("loss", scale)) / 2, "loss", scale, kTextColor);
-
-    // Legend at the right of the header row, title at its left.
-    int legendLeft = options.width - pad;
-    auto legendEntry = [&](const std::string &label, Rgb color) {
-        const int labelWidth = Canvas::textWidth(label, scale);
-        legendLeft -= labelWidth;
-        const int textTop = pad + (headerHeight - textHeight) / 2;
-        canvas.drawText(legendLeft, textTop, label, scale, kTextColor);
-        legendLeft -= gap + 10 * scale;
-        canvas.fillRect({legendLeft, textTop + textHeight / 2 - scale / 2 - 1, 10 * scale, std::max(2, scale)}, color);
-        legendLeft -= gap * 3;
-    };
-    if (smoothing) {
-        char label[64];
-        std::snprintf(label, sizeof label, "smoothed (%.2g)", options.smoothing);
-        legendEntry(label, kSmoothedCurveColor);
-        legendEntry("raw", kRawCurveColor);
-    }
-    // The title is one size up when it fits, else the label size, shortened if need be.
-    const std::string title = asciiOnly(options.title);
-    const int titleRoom = legendLeft - pad - gap;
-    const int shownScale = Canvas::textWidth(title, titleScale) <= titleRoom ? titleScale : scale;
-    canvas.drawText(pad, pad + (headerHeight - Canvas::textHeight(shownScale)) / 2, fitted(title, titleRoom, shownScale),
-                    shownScale, kTextColor);
-
-    writeFileAtomically(path, encodePng(canvas.width(), canvas.height(), canvas.pixels()));
+    writeFileAtomically(path, render(PlotFormat::Png, path, curve, options));
 }
 
 } // namespace engine::report

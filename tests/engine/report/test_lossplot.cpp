@@ -2,15 +2,20 @@
 #include "engine/core/error.h"
 #include "engine/report/lossplot.h"
 #include "engine/report/plotstyle.h"
+#include "engine/report/ticks.h"
 #include "support/expecterror.h"
 #include "support/tempdir.h"
 
+#include <cairo.h>
 #include <gtest/gtest.h>
-#include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <limits>
+#include <memory>
 
 namespace fs = std::filesystem;
 using engine::report::CurvePoint;
@@ -21,62 +26,43 @@ using testing_support::TempDir;
 
 namespace {
 
-uint32_t bigEndian32(const std::string &bytes, size_t at)
-{
-    return (uint32_t(uint8_t(bytes[at])) << 24) | (uint32_t(uint8_t(bytes[at + 1])) << 16) |
-           (uint32_t(uint8_t(bytes[at + 2])) << 8) | uint32_t(uint8_t(bytes[at + 3]));
-}
-
-/// A decoded PNG as the test reads it back: chunk checks done, pixels unfiltered.
-struct DecodedPng {
-    uint32_t width = 0;
-    uint32_t height = 0;
-    std::vector<std::string> chunkTypes;
-    std::vector<uint8_t> rgb; ///< 3 bytes per pixel
+/// A PNG read back through cairo, as RGB.
+class Picture {
+public:
+    explicit Picture(const fs::path &file)
+        : m_surface(cairo_image_surface_create_from_png(file.c_str()), cairo_surface_destroy)
+    {
+        EXPECT_EQ(cairo_surface_status(m_surface.get()), CAIRO_STATUS_SUCCESS) << file;
+        cairo_surface_flush(m_surface.get());
+    }
+    bool valid() const { return cairo_surface_status(m_surface.get()) == CAIRO_STATUS_SUCCESS; }
+    int width() const { return cairo_image_surface_get_width(m_surface.get()); }
+    int height() const { return cairo_image_surface_get_height(m_surface.get()); }
     Rgb at(int x, int y) const
     {
-        const size_t i = (size_t(y) * width + x) * 3;
-        return {rgb[i], rgb[i + 1], rgb[i + 2]};
+        const unsigned char *row = cairo_image_surface_get_data(m_surface.get())
+            + static_cast<size_t>(y) * cairo_image_surface_get_stride(m_surface.get());
+        uint32_t pixel;
+        std::memcpy(&pixel, row + 4 * x, 4); // native-endian 0xAARRGGBB (RGB24 or opaque ARGB32)
+        return {uint8_t(pixel >> 16), uint8_t(pixel >> 8), uint8_t(pixel)};
     }
-};
+    /// Pixels within `tolerance` per channel of `color` in columns [x0, x1), rows from y0 down.
+    int count(Rgb color, int x0, int x1, int tolerance = 0, int y0 = 0) const
+    {
+        int n = 0;
+        for (int y = y0; y < height(); ++y)
+            for (int x = x0; x < x1; ++x)
+                n += near(at(x, y), color, tolerance);
+        return n;
+    }
+    static bool near(Rgb a, Rgb b, int tolerance)
+    {
+        return std::abs(a.r - b.r) <= tolerance && std::abs(a.g - b.g) <= tolerance && std::abs(a.b - b.b) <= tolerance;
+    }
 
-DecodedPng decodePng(const std::string &bytes)
-{
-    DecodedPng png;
-    EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
-    std::string idat;
-    size_t at = 8;
-    while (at + 12 <= bytes.size()) {
-        const uint32_t length = bigEndian32(bytes, at);
-        const std::string type = bytes.substr(at + 4, 4);
-        const std::string data = bytes.substr(at + 8, length);
-        const uint32_t crc = bigEndian32(bytes, at + 8 + length);
-        EXPECT_EQ(crc, uint32_t(crc32(0, reinterpret_cast<const Bytef *>(bytes.data() + at + 4), 4 + length)))
-            << "bad CRC in " << type;
-        png.chunkTypes.push_back(type);
-        if (type == "IHDR") {
-            png.width = bigEndian32(data, 0);
-            png.height = bigEndian32(data, 4);
-            EXPECT_EQ(uint8_t(data[8]), 8);  // bit depth
-            EXPECT_EQ(uint8_t(data[9]), 2);  // RGB
-            EXPECT_EQ(uint8_t(data[12]), 0); // no interlace
-        } else if (type == "IDAT") {
-            idat += data;
-        }
-        at += 12 + length;
-    }
-    EXPECT_EQ(at, bytes.size()) << "trailing bytes after the last chunk";
-    const size_t rowBytes = size_t(png.width) * 3 + 1;
-    std::vector<uint8_t> raw(rowBytes * png.height + 16);
-    uLongf rawSize = raw.size();
-    EXPECT_EQ(uncompress(raw.data(), &rawSize, reinterpret_cast<const Bytef *>(idat.data()), idat.size()), Z_OK);
-    EXPECT_EQ(rawSize, rowBytes * png.height);
-    for (uint32_t y = 0; y < png.height; ++y) {
-        EXPECT_EQ(raw[y * rowBytes], 0) << "row " << y << " filter byte";
-        png.rgb.insert(png.rgb.end(), raw.begin() + y * rowBytes + 1, raw.begin() + (y + 1) * rowBytes);
-    }
-    return png;
-}
+private:
+    std::unique_ptr<cairo_surface_t, void (*)(cairo_surface_t *)> m_surface;
+};
 
 std::vector<CurvePoint> decreasingCurve(int count)
 {
@@ -86,67 +72,140 @@ std::vector<CurvePoint> decreasingCurve(int count)
     return curve;
 }
 
-} // namespace
+int luminance(Rgb c) { return (299 * c.r + 587 * c.g + 114 * c.b) / 1000; }
 
-TEST(SmoothDebiased, MatchesHandComputedValues)
+std::vector<std::string> filesIn(const fs::path &folder)
 {
-    // w = 0.5: ema 1.5, 2.75, 1.375; debias by 0.5, 0.75, 0.875.
-    const auto smoothed = engine::report::smoothDebiased({3, 4, 0}, 0.5);
-    ASSERT_EQ(smoothed.size(), 3u);
-    EXPECT_DOUBLE_EQ(smoothed[0], 3.0);
-    EXPECT_DOUBLE_EQ(smoothed[1], 2.75 / 0.75);
-    EXPECT_DOUBLE_EQ(smoothed[2], 1.375 / 0.875);
-    EXPECT_EQ(engine::report::smoothDebiased({1, 5, 2}, 0.0), (std::vector<double>{1, 5, 2}));
-    // A constant stays constant: the debiasing removes the pull towards 0.
-    for (const double value : engine::report::smoothDebiased(std::vector<double>(50, 2.5), 0.9))
-        EXPECT_NEAR(value, 2.5, 1e-12);
-    // Non-finite values pass through without disturbing the average.
-    const auto withNan = engine::report::smoothDebiased({3, std::nan(""), 4}, 0.5);
-    EXPECT_TRUE(std::isnan(withNan[1]));
-    EXPECT_DOUBLE_EQ(withNan[2], 2.75 / 0.75);
-    EXPECT_TRUE(engine::report::smoothDebiased({}, 0.9).empty());
-    expectError([] { engine::report::smoothDebiased({1}, 1.0); }, engine::ErrorKind::InvalidInput, "smoothing");
+    std::vector<std::string> names;
+    for (const auto &entry : fs::directory_iterator(folder))
+        names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
 }
 
-TEST(LossPlot, WritesAValidPngOfTheRequestedSize)
+} // namespace
+
+TEST(LossPlot, WritesPngSvgAndPdfByExtension)
 {
-    const TempDir dir("lossplot");
+    const TempDir dir("lossplot-formats");
     LossPlotOptions options;
-    options.width = 640;
-    options.height = 400;
     options.title = "run 7: tiny-llama on moby-dick";
-    engine::report::writeLossPlotPng(dir / "loss.png", decreasingCurve(500), options);
-    const DecodedPng png = decodePng(engine::readFile(dir / "loss.png"));
-    EXPECT_EQ(png.width, 640u);
-    EXPECT_EQ(png.height, 400u);
-    EXPECT_EQ(png.chunkTypes, (std::vector<std::string>{"IHDR", "IDAT", "IEND"}));
-    EXPECT_EQ(png.at(0, 0), engine::report::kBackgroundColor);
+    options.evalCurve = {{0, 5.2}, {100, 3.1}, {200, 2.4}};
+    const std::vector<std::pair<std::string, std::string>> expected = {
+        {"loss.png", std::string("\x89PNG\r\n\x1a\n", 8)}, {"loss.svg", "<?xml"}, {"loss.pdf", "%PDF-"},
+        {"LOSS.SVG", "<?xml"}};
+    for (const auto &[name, magic] : expected) {
+        engine::report::writeLossPlot(dir / name, decreasingCurve(300), options);
+        const std::string bytes = engine::readFile(dir / name);
+        EXPECT_GT(bytes.size(), 1000u) << name;
+        EXPECT_EQ(bytes.substr(0, magic.size()), magic) << name;
+        if (magic == "<?xml") {
+            EXPECT_NE(bytes.find("<svg"), std::string::npos) << name;
+        }
+    }
+    // writeLossPlotPng, the trainer's call, writes a PNG whatever the name says.
+    engine::report::writeLossPlotPng(dir / "loss.img", decreasingCurve(10));
+    EXPECT_EQ(engine::readFile(dir / "loss.img").substr(0, 4), "\x89PNG");
+}
+
+TEST(LossPlot, PngHasTheRequestedSizeAndBackground)
+{
+    const TempDir dir("lossplot-size");
+    for (const auto &[width, height] : std::vector<std::pair<int, int>>{{640, 400}, {160, 120}, {1920, 1080}}) {
+        LossPlotOptions options;
+        options.width = width;
+        options.height = height;
+        options.title = "a title much too long to fit beside the legend in a small picture, so it is cut";
+        engine::report::writeLossPlot(dir / "loss.png", decreasingCurve(500), options);
+        const Picture png(dir / "loss.png");
+        ASSERT_TRUE(png.valid());
+        EXPECT_EQ(png.width(), width);
+        EXPECT_EQ(png.height(), height);
+        EXPECT_EQ(png.at(0, 0), engine::report::kBackgroundColor);
+        EXPECT_EQ(png.at(width - 1, height - 1), engine::report::kBackgroundColor);
+    }
 }
 
 TEST(LossPlot, DecreasingCurveIsDrawnHighOnTheLeftAndLowOnTheRight)
 {
     const TempDir dir("lossplot-curve");
-    engine::report::writeLossPlotPng(dir / "loss.png", decreasingCurve(800));
-    const DecodedPng png = decodePng(engine::readFile(dir / "loss.png"));
-    ASSERT_EQ(png.width, 960u);
-    // Mean row of the smoothed colour in the left and right fifths of the picture.
+    engine::report::writeLossPlot(dir / "loss.png", decreasingCurve(800));
+    const Picture png(dir / "loss.png");
+    ASSERT_EQ(png.width(), 960);
+    // Mean row of the smoothed colour in the second and fourth fifths of the picture, below the
+    // header row (whose legend shows the colours too).
     auto meanRow = [&](int x0, int x1, Rgb color) {
         double sum = 0;
         int count = 0;
-        for (int y = 0; y < int(png.height); ++y)
+        for (int y = png.height() / 8; y < png.height(); ++y)
             for (int x = x0; x < x1; ++x)
-                if (png.at(x, y) == color) {
+                if (Picture::near(png.at(x, y), color, 6)) {
                     sum += y;
                     ++count;
                 }
         return count ? sum / count : -1.0;
     };
-    const double left = meanRow(int(png.width) / 5, 2 * int(png.width) / 5, engine::report::kSmoothedCurveColor);
-    const double right = meanRow(3 * int(png.width) / 5, 4 * int(png.width) / 5, engine::report::kSmoothedCurveColor);
+    const double left = meanRow(png.width() / 5, 2 * png.width() / 5, engine::report::kSmoothedCurveColor);
+    const double right = meanRow(3 * png.width() / 5, 4 * png.width() / 5, engine::report::kSmoothedCurveColor);
     ASSERT_GT(left, 0) << "no smoothed-colour pixels on the left";
     ASSERT_GT(right, 0) << "no smoothed-colour pixels on the right";
     EXPECT_LT(left, right) << "the loss goes down, so its line should be higher (smaller rows) on the left";
-    EXPECT_GT(meanRow(png.width / 5, 4 * png.width / 5, engine::report::kRawCurveColor), 0) << "no raw curve";
+    EXPECT_GT(png.count(engine::report::kRawCurveColor, png.width() / 5, 4 * png.width() / 5, 6, png.height() / 8), 0)
+        << "no raw curve";
+}
+
+TEST(LossPlot, AOneStepSpikeInAMillionStepsIsDrawn)
+{
+    const TempDir dir("lossplot-spike");
+    const int count = 1000000;
+    const int spike = 700000;
+    std::vector<CurvePoint> curve;
+    curve.reserve(count);
+    for (int step = 0; step < count; ++step)
+        curve.push_back({double(step), 2.0 + 0.05 * std::sin(step * 0.001)});
+    curve[spike].y = 20.0;
+    engine::report::writeLossPlot(dir / "loss.png", curve);
+    const Picture png(dir / "loss.png");
+    ASSERT_TRUE(png.valid());
+
+    // Find the plot's left and right edges by the smoothed line at its mid rows: the spike's column
+    // is at 70 % of the way between where the curve starts and ends.
+    int first = png.width(), last = -1;
+    for (int x = 0; x < png.width(); ++x)
+        for (int y = png.height() / 2; y < png.height(); ++y)
+            if (Picture::near(png.at(x, y), engine::report::kSmoothedCurveColor, 30)) {
+                first = std::min(first, x);
+                last = std::max(last, x);
+            }
+    ASSERT_LT(first, last) << "no smoothed line";
+    const int spikeColumn = first + static_cast<int>(std::lround(0.7 * (last - first)));
+    // Near the top of the plot (the spike is the maximum, 5 % below the top), the spike's columns are
+    // darker than the background while columns 40 pixels away are not.
+    auto darkest = [&](int x0, int x1, int y0, int y1) {
+        int value = 255;
+        for (int x = x0; x <= x1; ++x)
+            for (int y = y0; y <= y1; ++y)
+                value = std::min(value, luminance(png.at(x, y)));
+        return value;
+    };
+    const int top = png.height() / 10;
+    const int bottom = png.height() / 5;
+    // 230: darker than the background (255) and the grid lines (236).
+    EXPECT_LT(darkest(spikeColumn - 2, spikeColumn + 2, top, bottom), 230) << "the spike at x " << spikeColumn;
+    EXPECT_GT(darkest(spikeColumn - 45, spikeColumn - 40, top, bottom), darkest(spikeColumn - 2, spikeColumn + 2, top, bottom));
+}
+
+TEST(LossPlot, EvalLossIsMarked)
+{
+    const TempDir dir("lossplot-eval");
+    LossPlotOptions options;
+    options.evalCurve = {{0, 5.0}, {200, 3.0}, {400, 2.0}, {600, std::nan("")}};
+    engine::report::writeLossPlot(dir / "loss.png", decreasingCurve(700), options);
+    const Picture png(dir / "loss.png");
+    EXPECT_GT(png.count(engine::report::kEvalColor, 0, png.width(), 4, png.height() / 8), 20); // below the legend
+
+    engine::report::writeLossPlot(dir / "plain.png", decreasingCurve(700));
+    EXPECT_EQ(Picture(dir / "plain.png").count(engine::report::kEvalColor, 0, 960, 4), 0);
 }
 
 TEST(LossPlot, EdgeCasesStillDraw)
@@ -154,44 +213,77 @@ TEST(LossPlot, EdgeCasesStillDraw)
     const TempDir dir("lossplot-edges");
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const double inf = std::numeric_limits<double>::infinity();
-    auto countColor = [](const DecodedPng &png, Rgb color) {
-        int count = 0;
-        for (uint32_t y = 0; y < png.height; ++y)
-            for (uint32_t x = 0; x < png.width; ++x)
-                count += png.at(x, y) == color;
-        return count;
-    };
     const std::vector<std::vector<CurvePoint>> curves = {
-        {{10, 2.5}},                                   // one point
-        {{0, 3}, {1, 3}, {2, 3}, {3, 3}},              // flat
-        {{0, 0}, {1, 0}},                              // flat at zero
-        {{0, 5}, {1, nan}, {2, inf}, {3, 4}, {4, -inf}, {5, 3}}, // non-finite values are skipped
-        {{0, 1e-6}, {1, 2e-6}, {2, 1.5e-6}},           // tiny values
-        {{0, 1e9}, {100000, 2e9}},                     // huge values and steps
+        {{10, 2.5}},                                             // one point
+        {{0, 3}, {1, 3}, {2, 3}, {3, 3}},                        // flat
+        {{0, 0}, {1, 0}},                                        // flat at zero
+        {{0, 5}, {1, nan}, {2, inf}, {3, 4}, {4, -inf}, {5, 3}}, // non-finite values break the line
+        {{0, 1e-6}, {1, 2e-6}, {2, 1.5e-6}},                     // tiny values
+        {{0, 1e9}, {100000, 2e9}},                               // huge values and steps
+        {{3, 1}, {1, 3}, {2, 2}, {nan, 9}},                      // unsorted, a NaN step
     };
     for (size_t i = 0; i < curves.size(); ++i) {
-        const fs::path file = dir / ("edge" + std::to_string(i) + ".png");
-        engine::report::writeLossPlotPng(file, curves[i]);
-        const DecodedPng png = decodePng(engine::readFile(file));
-        EXPECT_GT(countColor(png, engine::report::kSmoothedCurveColor), 0) << "curve " << i << " not drawn";
+        for (const double smoothing : {0.9, 0.0}) {
+            LossPlotOptions options;
+            options.smoothing = smoothing;
+            options.title = "bad UTF-8 \xff\xfe and a tab\t";
+            const fs::path file = dir / ("edge" + std::to_string(i) + ".png");
+            engine::report::writeLossPlot(file, curves[i], options);
+            EXPECT_GT(Picture(file).count(engine::report::kSmoothedCurveColor, 0, 960, 6, 540 / 8), 0)
+                << "curve " << i << " smoothing " << smoothing << " not drawn";
+        }
     }
 }
 
-TEST(LossPlot, ErrorsNameTheProblem)
+TEST(LossPlot, ErrorsNameTheProblemAndLeaveNothing)
 {
     const TempDir dir("lossplot-errors");
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    expectError([&] { engine::report::writeLossPlotPng(dir / "a.png", {}); }, engine::ErrorKind::InvalidInput,
+    expectError([&] { engine::report::writeLossPlot(dir / "a.png", {}); }, engine::ErrorKind::InvalidInput,
                 "no points");
-    expectError([&] { engine::report::writeLossPlotPng(dir / "a.png", {{0, nan}, {1, nan}}); },
+    expectError([&] { engine::report::writeLossPlot(dir / "a.svg", {{0, nan}, {1, nan}}); },
                 engine::ErrorKind::InvalidInput, "NaN");
     LossPlotOptions tiny;
     tiny.width = 10;
-    expectError([&] { engine::report::writeLossPlotPng(dir / "a.png", {{0, 1}}, tiny); },
+    expectError([&] { engine::report::writeLossPlot(dir / "a.pdf", {{0, 1}}, tiny); },
                 engine::ErrorKind::InvalidInput, "size");
+    LossPlotOptions badSmoothing;
+    badSmoothing.smoothing = 1.0;
+    expectError([&] { engine::report::writeLossPlot(dir / "a.png", {{0, 1}}, badSmoothing); },
+                engine::ErrorKind::InvalidInput, "smoothing");
+    expectError([&] { engine::report::writeLossPlot(dir / "loss.txt", {{0, 1}}); }, engine::ErrorKind::InvalidInput,
+                "\".txt\"");
+    expectError([&] { engine::report::writeLossPlot(dir / "loss", {{0, 1}}); }, engine::ErrorKind::InvalidInput,
+                "no extension");
+    EXPECT_TRUE(filesIn(dir.path()).empty());
+
     // A regular file where a folder should be: the parent cannot be created.
     engine::writeFileAtomically(dir / "file", "x");
-    expectError([&] { engine::report::writeLossPlotPng(dir / "file" / "loss.png", {{0, 1}, {1, 0.5}}); },
+    expectError([&] { engine::report::writeLossPlot(dir / "file" / "loss.png", {{0, 1}, {1, 0.5}}); },
                 engine::ErrorKind::Io, (dir / "file").string());
-    EXPECT_FALSE(fs::exists(dir / "a.png"));
+    // A folder where the picture should be: the temporary file is written, the rename fails.
+    fs::create_directory(dir / "taken.svg");
+    expectError([&] { engine::report::writeLossPlot(dir / "taken.svg", {{0, 1}, {1, 0.5}}); },
+                engine::ErrorKind::Io, (dir / "taken.svg").string());
+    EXPECT_EQ(filesIn(dir.path()), (std::vector<std::string>{"file", "taken.svg"})) << "a temporary file was left";
+    EXPECT_TRUE(fs::is_empty(dir / "taken.svg"));
+    // A place nobody may write, not even root.
+    expectError([&] { engine::report::writeLossPlot("/proc/tunebench-loss.pdf", {{0, 1}, {1, 0.5}}); },
+                engine::ErrorKind::Io, "/proc/tunebench-loss.pdf");
+}
+
+TEST(Ticks, NiceStepsAndLabelsPeopleRead)
+{
+    using engine::report::niceTicks;
+    using engine::report::tickLabels;
+    EXPECT_EQ(niceTicks(0, 1000000, 4, true), (std::vector<double>{0, 200000, 400000, 600000, 800000, 1000000}));
+    EXPECT_EQ(tickLabels({0, 250000, 500000, 750000, 1000000, 1250000}),
+              (std::vector<std::string>{"0", "250k", "500k", "750k", "1M", "1.25M"}));
+    EXPECT_EQ(tickLabels({0, 200, 400}), (std::vector<std::string>{"0", "200", "400"}));
+    EXPECT_EQ(tickLabels({1.5, 2.0, 2.5}), (std::vector<std::string>{"1.5", "2.0", "2.5"}));
+    EXPECT_EQ(tickLabels({0.25, 0.5, 0.75}), (std::vector<std::string>{"0.25", "0.50", "0.75"}));
+    EXPECT_EQ(tickLabels({-0.02, 0, 0.02}), (std::vector<std::string>{"-0.02", "0.00", "0.02"}));
+    EXPECT_EQ(tickLabels({1e-7, 2e-7}), (std::vector<std::string>{"1e-07", "2e-07"}));
+    EXPECT_EQ(niceTicks(3, 3, 5, false), (std::vector<double>{3}));
+    EXPECT_EQ(niceTicks(1, 2, 5, true), (std::vector<double>{1, 2}));
 }
