@@ -2,6 +2,7 @@
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
+#include "engine/report/painter.h"
 #include "engine/report/plotstyle.h"
 #include "engine/report/ticks.h"
 
@@ -14,15 +15,12 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
-#include <numbers>
 #include <string_view>
 #include <tuple>
 #include <utility>
 
 namespace engine::report {
 namespace {
-
-constexpr const char *kFontFamily = "DejaVu Sans";
 
 /// The curve as it is drawn: finite x, ascending; y as given (NaN breaks the line).
 struct PlotData {
@@ -162,150 +160,6 @@ void check(cairo_status_t status, const std::filesystem::path &path)
         throw Error(ErrorKind::Internal, "cannot draw " + path.string() + ": cairo: " + cairo_status_to_string(status));
 }
 
-/// Drawing with the sizes of one picture: `unit` scales every length so text stays readable.
-class Painter {
-public:
-    /// `textAsPaths`: glyphs become filled outlines (SVG: Qt's SVG renderer does not draw the
-    /// <symbol> glyphs cairo writes for text).
-    Painter(cairo_t *cr, double unit, bool textAsPaths) : m_cr(cr), m_unit(unit), m_textAsPaths(textAsPaths)
-    {
-        cairo_font_options_t *fontOptions = cairo_font_options_create();
-        cairo_font_options_set_antialias(fontOptions, CAIRO_ANTIALIAS_GRAY);
-        cairo_font_options_set_hint_style(fontOptions, CAIRO_HINT_STYLE_SLIGHT);
-        cairo_font_options_set_hint_metrics(fontOptions, CAIRO_HINT_METRICS_OFF);
-        cairo_set_font_options(m_cr, fontOptions);
-        cairo_font_options_destroy(fontOptions);
-    }
-
-    double px(double length) const { return length * m_unit; }
-    /// A crisp one-pixel line lies on a pixel's centre.
-    static double snapped(double coordinate) { return std::floor(coordinate) + 0.5; }
-
-    void color(Rgb rgb) { cairo_set_source_rgb(m_cr, rgb.r / 255.0, rgb.g / 255.0, rgb.b / 255.0); }
-
-    void font(double size, bool bold = false)
-    {
-        cairo_select_font_face(m_cr, kFontFamily, CAIRO_FONT_SLANT_NORMAL,
-                               bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
-        cairo_set_font_size(m_cr, std::max(7.0, px(size)));
-    }
-    double textWidth(const std::string &text)
-    {
-        cairo_text_extents_t extents;
-        cairo_text_extents(m_cr, text.c_str(), &extents);
-        return extents.x_advance;
-    }
-    /// Height of a capital letter or digit of the current font, for centring text on a line.
-    double capHeight()
-    {
-        cairo_text_extents_t extents;
-        cairo_text_extents(m_cr, "0", &extents);
-        return -extents.y_bearing;
-    }
-    /// Text whose horizontal anchor (0 left, 0.5 centre, 1 right) is at x and whose digits are
-    /// centred on y.
-    void text(const std::string &text, double x, double y, double anchor)
-    {
-        cairo_move_to(m_cr, x - anchor * textWidth(text), y + capHeight() / 2);
-        if (m_textAsPaths) {
-            cairo_text_path(m_cr, text.c_str());
-            cairo_fill(m_cr);
-        } else {
-            cairo_show_text(m_cr, text.c_str());
-        }
-    }
-    /// Text reading bottom to top, centred on (x, y).
-    void textUp(const std::string &text, double x, double y)
-    {
-        cairo_save(m_cr);
-        cairo_translate(m_cr, x, y);
-        cairo_rotate(m_cr, -std::numbers::pi / 2);
-        this->text(text, 0, 0, 0.5);
-        cairo_restore(m_cr);
-    }
-    /// `text` cut with an ellipsis until it is at most `width` wide.
-    std::string fitted(std::string text, double width)
-    {
-        if (textWidth(text) <= width)
-            return text;
-        const std::string ellipsis = "\u2026";
-        while (!text.empty() && textWidth(text + ellipsis) > width) {
-            text.pop_back();
-            while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80)
-                text.pop_back(); // a whole UTF-8 character at a time
-            if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xC0)
-                text.pop_back();
-        }
-        return text + ellipsis;
-    }
-
-    void line(double x0, double y0, double x1, double y1, double width, Rgb rgb)
-    {
-        color(rgb);
-        cairo_set_line_width(m_cr, width);
-        cairo_move_to(m_cr, x0, y0);
-        cairo_line_to(m_cr, x1, y1);
-        cairo_stroke(m_cr);
-    }
-
-    /// A polyline through the points in pixels; NaN y breaks it, a lone point shows as a dot.
-    template <typename ToX, typename ToY>
-    void series(const XYSeries &points, ToX toX, ToY toY, double width, Rgb rgb)
-    {
-        color(rgb);
-        cairo_set_line_width(m_cr, width);
-        cairo_set_line_join(m_cr, CAIRO_LINE_JOIN_ROUND);
-        cairo_set_line_cap(m_cr, CAIRO_LINE_CAP_ROUND);
-        size_t run = 0;
-        double lastX = 0, lastY = 0;
-        auto endRun = [&] {
-            if (run == 1) { // a dot where a line has only one point between gaps
-                cairo_new_sub_path(m_cr);
-                cairo_arc(m_cr, lastX, lastY, width * 1.2, 0, 2 * std::numbers::pi);
-                cairo_fill(m_cr);
-            }
-            run = 0;
-        };
-        for (size_t i = 0; i < points.x.size(); ++i) {
-            if (!std::isfinite(points.y[i])) {
-                endRun();
-                continue;
-            }
-            lastX = toX(points.x[i]);
-            lastY = toY(points.y[i]);
-            if (run == 0)
-                cairo_move_to(m_cr, lastX, lastY);
-            else
-                cairo_line_to(m_cr, lastX, lastY);
-            ++run;
-            if (i + 1 == points.x.size() || !std::isfinite(points.y[i + 1])) {
-                if (run > 1)
-                    cairo_stroke(m_cr);
-                else
-                    cairo_new_path(m_cr);
-                endRun();
-            }
-        }
-    }
-
-    /// A filled circle with a white ring, the eval-loss marker.
-    void marker(double x, double y, double radius, Rgb rgb)
-    {
-        cairo_new_sub_path(m_cr);
-        cairo_arc(m_cr, x, y, radius, 0, 2 * std::numbers::pi);
-        color(rgb);
-        cairo_fill_preserve(m_cr);
-        color(kBackgroundColor);
-        cairo_set_line_width(m_cr, std::max(1.0, radius * 0.35));
-        cairo_stroke(m_cr);
-    }
-
-private:
-    cairo_t *m_cr;
-    double m_unit;
-    bool m_textAsPaths;
-};
-
 void draw(cairo_t *cr, const PlotData &data, const LossPlotOptions &options, bool textAsPaths)
 {
     const double width = options.width;
@@ -390,13 +244,19 @@ void draw(cairo_t *cr, const PlotData &data, const LossPlotOptions &options, boo
     const int buckets = std::max(1, static_cast<int>(std::ceil(plot.width)));
     const bool smoothing = options.smoothing > 0;
     const double strongWidth = std::max(1.5, paint.px(2));
-    const XYSeries raw = decimateMinMax(data.x, data.y, data.xLo, data.xHi, buckets);
+    auto inPixels = [&](const std::vector<double> &ys) {
+        XYSeries points = decimateMinMax(data.x, ys, data.xLo, data.xHi, buckets);
+        for (size_t i = 0; i < points.x.size(); ++i) {
+            points.x[i] = toX(points.x[i]);
+            points.y[i] = toY(points.y[i]); // NaN stays NaN: a gap
+        }
+        return points;
+    };
     if (smoothing) {
-        paint.series(raw, toX, toY, std::max(1.0, paint.px(1.2)), kRawCurveColor);
-        paint.series(decimateMinMax(data.x, data.smoothed, data.xLo, data.xHi, buckets), toX, toY, strongWidth,
-                     kSmoothedCurveColor);
+        paint.polyline(inPixels(data.y), std::max(1.0, paint.px(1.2)), kRawCurveColor);
+        paint.polyline(inPixels(data.smoothed), strongWidth, kSmoothedCurveColor);
     } else {
-        paint.series(raw, toX, toY, strongWidth, kSmoothedCurveColor);
+        paint.polyline(inPixels(data.y), strongWidth, kSmoothedCurveColor);
     }
     cairo_restore(cr);
     // Eval markers are whole even at the plot's edges; only those outside the x range are left out.
