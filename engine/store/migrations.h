@@ -19,6 +19,11 @@ std::span<const std::string_view> schemaMigrations();
 
 /// Brings `db` to `targetVersion`. Throws Error(InvalidInput) naming `path` and both versions if the
 /// file is newer than `targetVersion`, and Error(Io) if it is some other program's database.
+/// Throws SqliteError (Io) naming both versions if a migration fails; its transaction rolled back, so
+/// the file stays at the version it had.
 void migrateSchema(SqliteDatabase &db, const std::string &path, int targetVersion);
+
+/// "run store <path>: the database has schema version <version> but this tunebench supports up to ...".
+std::string newerSchemaMessage(const std::string &path, int version, int supported);
 
 } // namespace engine::store

@@ -1,16 +1,25 @@
 #include "engine/store/runstore.h"
 
 #include "engine/core/error.h"
+#include "engine/core/paths.h"
+#include "engine/core/textutil.h"
 #include "engine/store/migrations.h"
 #include "engine/store/processliveness.h"
+#include "engine/store/runqueries.h"
 #include "engine/store/sqlitestatement.h"
 
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <fstream>
+#include <iterator>
 #include <limits>
+#include <map>
+#include <set>
+#include <sstream>
 #include <system_error>
 
 namespace engine::store {
@@ -102,8 +111,6 @@ std::vector<Record> readRowsOfRun(SqliteStatement &select, int64_t run, ReadRow 
     return rows;
 }
 
-constexpr std::string_view kRunColumns = "id, name, created, finished, status, config, model, notes";
-
 RunRecord readRun(const SqliteStatement &statement)
 {
     RunRecord record;
@@ -120,12 +127,67 @@ RunRecord readRun(const SqliteStatement &statement)
     return record;
 }
 
+/// `tag` trimmed, or Error(InvalidInput) naming it and what is wrong.
+std::string checkedTag(const std::string &label, int64_t run, const std::string &tag)
+{
+    const std::string trimmed(trimWhitespace(tag));
+    const auto bad = [&](const std::string &why) {
+        return invalidInput(label + ": tag \"" + tag + "\" of run " + std::to_string(run) + ": " + why);
+    };
+    if (trimmed.empty())
+        throw bad("a tag cannot be empty");
+    if (trimmed.size() > 64)
+        throw bad("a tag is at most 64 bytes long");
+    for (const char c : trimmed) {
+        if (std::isspace(static_cast<unsigned char>(c)) || std::iscntrl(static_cast<unsigned char>(c)) || c == ',')
+            throw bad("a tag cannot contain spaces or commas");
+    }
+    return trimmed;
+}
+
+/// The same file, also when one of the paths is relative or names it through a link.
+bool sameFile(const fs::path &a, const fs::path &b)
+{
+    std::error_code error;
+    if (fs::equivalent(a, b, error))
+        return true;
+    return fs::weakly_canonical(fs::absolute(a, error), error) == fs::weakly_canonical(fs::absolute(b, error), error);
+}
+
 } // namespace
 
 struct RunStore::Impl {
     explicit Impl(const fs::path &file) : path(file), db(file.string()) {}
 
     std::string label() const { return "run store " + path.string(); }
+    /// Runs a write; a locked or read-only database becomes one message that says what was not done.
+    template <typename Write>
+    void write(const std::string &what, Write &&write)
+    {
+        try {
+            write();
+        } catch (const SqliteError &e) {
+            if (e.isLocked() || e.isReadOnly())
+                throw SqliteError(e.code(), label() + ": cannot " + what + ": " + e.reason(), e.reason());
+            throw;
+        }
+    }
+    /// A run that a reconcile found dead but could not mark (read-only or locked file) still reads as
+    /// interrupted.
+    /// Every run's tags, sorted, by run id.
+    std::map<int64_t, std::vector<std::string>> allTags()
+    {
+        std::map<int64_t, std::vector<std::string>> tags;
+        StatementScope scope(selectAllTags);
+        while (selectAllTags.step())
+            tags[selectAllTags.columnInt(0)].push_back(selectAllTags.columnText(1));
+        return tags;
+    }
+    void applyUnrecordedDeaths(RunRecord &record) const
+    {
+        if (record.status == RunStatus::Running && unrecordedDead.count(record.id))
+            record.status = RunStatus::Interrupted;
+    }
     [[noreturn]] void throwNoSuchRun(int64_t run) const
     {
         throw invalidInput(label() + ": there is no run with id " + std::to_string(run));
@@ -147,11 +209,22 @@ struct RunStore::Impl {
         selectMetricKeys = SqliteStatement(h, "SELECT DISTINCT key FROM metrics WHERE run = ? ORDER BY key");
         selectEvents = SqliteStatement(h, "SELECT time, level, text FROM events WHERE run = ? ORDER BY rowid");
         selectArtifacts = SqliteStatement(h, "SELECT kind, path FROM artifacts WHERE run = ? ORDER BY rowid");
+        selectSummaries = SqliteStatement(h, kRunSummariesSql);
+        selectMetricAfter = SqliteStatement(h, "SELECT step, wall_time, value FROM metrics WHERE run = ? AND key = ?"
+                                               " AND step > ? ORDER BY step");
+        selectMetricsSince = SqliteStatement(h, "SELECT rowid, run, key, step, wall_time, value FROM metrics"
+                                                " WHERE rowid > ? ORDER BY rowid");
+        selectAllTags = SqliteStatement(h, "SELECT run, tag FROM run_tags ORDER BY run, tag");
+        selectTags = SqliteStatement(h, "SELECT tag FROM run_tags WHERE run = ? ORDER BY tag");
+        insertTag = SqliteStatement(h, "INSERT INTO run_tags (run, tag) VALUES (?, ?) ON CONFLICT DO NOTHING");
+        deleteTag = SqliteStatement(h, "DELETE FROM run_tags WHERE run = ? AND tag = ?");
     }
 
     fs::path path;
     SqliteDatabase db; // declared before the statements: they are finalized before it closes
     int version = 0;
+    bool readOnly = false;
+    std::set<int64_t> unrecordedDead;
     SqliteStatement insertRun;
     SqliteStatement insertMetric;
     SqliteStatement insertEvent;
@@ -163,9 +236,16 @@ struct RunStore::Impl {
     SqliteStatement selectMetricKeys;
     SqliteStatement selectEvents;
     SqliteStatement selectArtifacts;
+    SqliteStatement selectSummaries;
+    SqliteStatement selectMetricAfter;
+    SqliteStatement selectMetricsSince;
+    SqliteStatement selectAllTags;
+    SqliteStatement selectTags;
+    SqliteStatement insertTag;
+    SqliteStatement deleteTag;
 };
 
-RunStore RunStore::open(const fs::path &path)
+RunStore RunStore::open(const fs::path &path, const OpenOptions &options)
 {
     if (path.empty())
         throw invalidInput("run store: no database file given");
@@ -179,18 +259,49 @@ RunStore RunStore::open(const fs::path &path)
     }
 
     auto impl = std::make_unique<Impl>(path);
+    const std::string label = impl->label();
+    int version = 0;
+    int64_t applicationId = 0;
     try {
-        // Several processes may share the file: wait up to 5 s for a lock instead of failing.
-        impl->db.exec("PRAGMA busy_timeout = 5000");
-        // The first statement that reads the file: a file that is not sqlite fails here.
-        impl->db.queryText("PRAGMA journal_mode = WAL");
-        // In WAL mode NORMAL loses no committed transaction when the process is killed (only an OS
-        // crash or power loss may roll back the last few).
-        impl->db.exec("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON");
+        // Several processes may share the file: wait for a lock instead of failing at once.
+        impl->db.exec("PRAGMA busy_timeout = " + std::to_string(std::max(0, options.busyTimeoutMs)));
+        // Read before anything is written: a file that is not sqlite fails here, and a newer schema
+        // is refused before even the journal mode is touched.
+        version = static_cast<int>(impl->db.queryInt("PRAGMA user_version"));
+        applicationId = impl->db.queryInt("PRAGMA application_id");
     } catch (const SqliteError &e) {
-        throw ioError("run store " + path.string() + ": cannot open: " + sqlite3_errstr(e.code()));
+        throw SqliteError(e.code(), label + ": cannot open: " + e.reason(), e.reason());
     }
-    migrateSchema(impl->db, path.string(), kSchemaVersion);
+    if (version > kSchemaVersion)
+        throw invalidInput(newerSchemaMessage(path.string(), version, kSchemaVersion));
+
+    impl->readOnly = impl->db.isReadOnly();
+    if (impl->readOnly) {
+        if (version < kSchemaVersion) {
+            throw ioError(label + ": the database is read-only (check the permissions of the file and of its folder) and " +
+                          (version == 0 ? std::string("holds no run database yet")
+                                        : "has schema version " + std::to_string(version) +
+                                              ", which this tunebench must upgrade to version " +
+                                              std::to_string(kSchemaVersion) + " before it can use it") +
+                          "; nothing was changed");
+        }
+        if (applicationId != kApplicationId)
+            throw ioError(label + ": not a tunebench run database (application id " + std::to_string(applicationId) + ")");
+    } else {
+        try {
+            impl->db.queryText("PRAGMA journal_mode = WAL");
+            // In WAL mode NORMAL loses no committed transaction when the process is killed (only an OS
+            // crash or power loss may roll back the last few).
+            impl->db.exec("PRAGMA synchronous = NORMAL");
+        } catch (const SqliteError &e) {
+            throw SqliteError(e.code(), label + ": cannot open: " + e.reason(), e.reason());
+        }
+        // The common case (the current version) takes no write lock, so a store that another process
+        // is writing to opens at once.
+        if (version != kSchemaVersion || applicationId != kApplicationId)
+            migrateSchema(impl->db, path.string(), kSchemaVersion);
+    }
+    impl->db.exec("PRAGMA foreign_keys = ON");
     impl->version = kSchemaVersion;
     impl->prepareStatements();
 
@@ -212,6 +323,16 @@ const fs::path &RunStore::path() const
 int RunStore::schemaVersion() const
 {
     return m_impl->version;
+}
+
+bool RunStore::isReadOnly() const
+{
+    return m_impl->readOnly;
+}
+
+int64_t RunStore::dataVersion()
+{
+    return m_impl->db.queryInt("PRAGMA data_version");
 }
 
 int64_t RunStore::createRun(const std::string &name, const std::string &configJson, const std::string &model)
@@ -316,11 +437,170 @@ void RunStore::finishRun(int64_t run, RunStatus status)
 
 void RunStore::setNotes(int64_t run, const std::string &notes)
 {
-    SqliteStatement update(m_impl->db.handle(), "UPDATE runs SET notes = ? WHERE id = ?");
-    update.bind(1, notes).bind(2, run);
-    update.run();
+    m_impl->write("save the notes of run " + std::to_string(run), [&] {
+        SqliteStatement update(m_impl->db.handle(), "UPDATE runs SET notes = ? WHERE id = ?");
+        update.bind(1, notes).bind(2, run);
+        update.run();
+    });
     if (m_impl->db.changes() == 0)
         m_impl->throwNoSuchRun(run);
+}
+
+void RunStore::renameRun(int64_t run, const std::string &name)
+{
+    const std::string trimmed(trimWhitespace(name));
+    if (trimmed.empty())
+        throw invalidInput(m_impl->label() + ": run " + std::to_string(run) + ": a run name cannot be empty");
+    m_impl->write("rename run " + std::to_string(run), [&] {
+        SqliteStatement update(m_impl->db.handle(), "UPDATE runs SET name = ? WHERE id = ?");
+        update.bind(1, trimmed).bind(2, run);
+        update.run();
+    });
+    if (m_impl->db.changes() == 0)
+        m_impl->throwNoSuchRun(run);
+}
+
+void RunStore::addTag(int64_t run, const std::string &tag)
+{
+    const std::string checked = checkedTag(m_impl->label(), run, tag);
+    try {
+        m_impl->write("tag run " + std::to_string(run), [&] {
+            m_impl->insertTag.bind(1, run).bind(2, checked);
+            m_impl->insertTag.run();
+        });
+    } catch (const SqliteError &e) {
+        if (e.isForeignKeyViolation())
+            m_impl->throwNoSuchRun(run);
+        throw;
+    }
+}
+
+void RunStore::removeTag(int64_t run, const std::string &tag)
+{
+    if (!this->run(run))
+        m_impl->throwNoSuchRun(run);
+    m_impl->write("untag run " + std::to_string(run), [&] {
+        m_impl->deleteTag.bind(1, run).bind(2, std::string(trimWhitespace(tag)));
+        m_impl->deleteTag.run();
+    });
+}
+
+void RunStore::setTags(int64_t run, const std::vector<std::string> &tags)
+{
+    std::set<std::string> checked;
+    for (const auto &tag : tags)
+        checked.insert(checkedTag(m_impl->label(), run, tag));
+    if (!this->run(run))
+        m_impl->throwNoSuchRun(run);
+    try {
+        m_impl->write("set the tags of run " + std::to_string(run), [&] {
+            SqliteTransaction transaction(m_impl->db);
+            SqliteStatement clear(m_impl->db.handle(), "DELETE FROM run_tags WHERE run = ?");
+            clear.bind(1, run);
+            clear.run();
+            for (const auto &tag : checked) {
+                m_impl->insertTag.bind(1, run).bind(2, tag);
+                m_impl->insertTag.run();
+            }
+            transaction.commit();
+        });
+    } catch (const SqliteError &e) {
+        if (e.isForeignKeyViolation())
+            m_impl->throwNoSuchRun(run);
+        throw;
+    }
+}
+
+std::vector<std::string> RunStore::tags(int64_t run)
+{
+    return readRowsOfRun<std::string>(m_impl->selectTags, run,
+                                      [](const SqliteStatement &row) { return row.columnText(0); });
+}
+
+void RunStore::deleteRun(int64_t run, RunFolderAction folderAction)
+{
+    const std::optional<RunRecord> record = this->run(run); // reconciled: a dead owner reads as interrupted
+    if (!record)
+        m_impl->throwNoSuchRun(run);
+    if (record->status == RunStatus::Running) {
+        throw invalidInput(m_impl->label() + ": run " + std::to_string(run) + " (\"" + record->name +
+                           "\") is still running; stop it before deleting it");
+    }
+    std::optional<fs::path> folder;
+    if (folderAction == RunFolderAction::Delete)
+        folder = createdRunFolder(run);
+
+    m_impl->write("delete run " + std::to_string(run), [&] {
+        SqliteTransaction transaction(m_impl->db);
+        // Explicit deletes rather than ON DELETE CASCADE alone: they do not depend on the connection's
+        // foreign_keys setting, and each is one index range.
+        for (const char *sql : {"DELETE FROM metrics WHERE run = ?", "DELETE FROM events WHERE run = ?",
+                                "DELETE FROM artifacts WHERE run = ?", "DELETE FROM run_tags WHERE run = ?",
+                                "DELETE FROM runs WHERE id = ?"}) {
+            SqliteStatement erase(m_impl->db.handle(), sql);
+            erase.bind(1, run);
+            erase.run();
+        }
+        transaction.commit();
+    });
+
+    if (folder) {
+        std::error_code error;
+        fs::remove_all(*folder, error);
+        if (error) {
+            throw ioError(m_impl->label() + ": run " + std::to_string(run) + " was deleted from the store, but its folder " +
+                          folder->string() + " could not be removed: " + error.message());
+        }
+    }
+}
+
+fs::path RunStore::runFolder(int64_t run)
+{
+    const std::optional<RunRecord> record = this->run(run);
+    if (!record)
+        return {};
+    // As the trainer chooses it (runOutputDir): the output folder it was given, else the default.
+    const nlohmann::json config = nlohmann::json::parse(record->configJson, nullptr, false);
+    if (config.is_object()) {
+        const auto outputDir = config.find("output_dir");
+        if (outputDir != config.end() && outputDir->is_string() && !outputDir->get<std::string>().empty())
+            return outputDir->get<std::string>();
+    }
+    return dataDir() / "runs" / std::to_string(run);
+}
+
+std::optional<fs::path> RunStore::createdRunFolder(int64_t run)
+{
+    const fs::path recorded = runFolder(run);
+    if (recorded.empty())
+        return std::nullopt;
+    std::vector<fs::path> candidates = {recorded};
+    for (const auto &artifact : artifacts(run)) {
+        const fs::path path(artifact.path);
+        if (path.has_parent_path())
+            candidates.push_back(path.parent_path());
+    }
+    for (const auto &candidate : candidates) {
+        std::error_code error;
+        if (!fs::is_directory(candidate, error))
+            continue;
+        std::ifstream in(candidate / kRunFolderMarker);
+        if (!in)
+            continue;
+        std::stringstream text;
+        text << in.rdbuf();
+        const nlohmann::json marker = nlohmann::json::parse(text.str(), nullptr, false);
+        if (!marker.is_object() || !marker.contains("run_id") || !marker["run_id"].is_number_integer() ||
+            marker["run_id"].get<int64_t>() != run)
+            continue;
+        // The same run id may exist in another store (the default folder is shared): the marker must
+        // name this one.
+        if (!marker.contains("store") || !marker["store"].is_string() ||
+            !sameFile(marker["store"].get<std::string>(), m_impl->path))
+            continue;
+        return candidate;
+    }
+    return std::nullopt;
 }
 
 int RunStore::reconcileInterrupted()
@@ -340,43 +620,93 @@ int RunStore::reconcileInterrupted()
                 dead.push_back(select.columnInt(0));
         }
     }
+    m_impl->unrecordedDead.clear();
     if (dead.empty())
         return 0;
-
-    SqliteTransaction transaction(m_impl->db);
-    SqliteStatement update(m_impl->db.handle(),
-                           "UPDATE runs SET status = 'interrupted', finished = ? WHERE id = ? AND status = 'running'");
-    const std::string now = nowIso8601();
-    int changed = 0;
-    for (int64_t id : dead) {
-        update.bind(1, now).bind(2, id);
-        update.run();
-        changed += m_impl->db.changes();
+    if (m_impl->readOnly) {
+        m_impl->unrecordedDead.insert(dead.begin(), dead.end());
+        return 0;
     }
-    transaction.commit();
+
+    int changed = 0;
+    try {
+        SqliteTransaction transaction(m_impl->db);
+        SqliteStatement update(m_impl->db.handle(),
+                               "UPDATE runs SET status = 'interrupted', finished = ? WHERE id = ? AND status = 'running'");
+        const std::string now = nowIso8601();
+        for (int64_t id : dead) {
+            update.bind(1, now).bind(2, id);
+            update.run();
+            changed += m_impl->db.changes();
+        }
+        transaction.commit();
+    } catch (const SqliteError &e) {
+        if (!e.isLocked() && !e.isReadOnly())
+            throw;
+        // Reading must not fail because the file cannot be written now: show them as interrupted
+        // and record it at a later call.
+        m_impl->unrecordedDead.insert(dead.begin(), dead.end());
+        return 0;
+    }
     return changed;
 }
 
 std::vector<RunRecord> RunStore::listRuns()
 {
     reconcileInterrupted();
+    std::map<int64_t, std::vector<std::string>> tags = m_impl->allTags();
     std::vector<RunRecord> runs;
     auto &select = m_impl->selectRuns;
     StatementScope scope(select);
-    while (select.step())
+    while (select.step()) {
         runs.push_back(readRun(select));
+        RunRecord &record = runs.back();
+        m_impl->applyUnrecordedDeaths(record);
+        if (const auto it = tags.find(record.id); it != tags.end())
+            record.tags = std::move(it->second);
+    }
     return runs;
 }
 
 std::optional<RunRecord> RunStore::run(int64_t id)
 {
     reconcileInterrupted();
-    auto &select = m_impl->selectRun;
+    std::optional<RunRecord> record;
+    {
+        auto &select = m_impl->selectRun;
+        StatementScope scope(select);
+        select.bind(1, id);
+        if (!select.step())
+            return std::nullopt;
+        record = readRun(select);
+    }
+    m_impl->applyUnrecordedDeaths(*record);
+    record->tags = tags(id);
+    return record;
+}
+
+std::vector<RunSummary> RunStore::listRunSummaries()
+{
+    reconcileInterrupted();
+    std::map<int64_t, std::vector<std::string>> tags = m_impl->allTags();
+    std::vector<RunSummary> summaries;
+    auto &select = m_impl->selectSummaries;
     StatementScope scope(select);
-    select.bind(1, id);
-    if (!select.step())
-        return std::nullopt;
-    return readRun(select);
+    while (select.step()) {
+        RunSummary summary;
+        summary.run = readRun(select);
+        m_impl->applyUnrecordedDeaths(summary.run);
+        if (const auto it = tags.find(summary.run.id); it != tags.end())
+            summary.run.tags = std::move(it->second);
+        if (!select.columnIsNull(8))
+            summary.steps = select.columnInt(8);
+        if (!select.columnIsNull(9))
+            summary.bestEvalLoss = select.columnDouble(9);
+        summary.durationSeconds = select.columnIsNull(10) ? 0 : std::max<int64_t>(0, select.columnInt(10));
+        summary.method = select.columnText(11);
+        summaries.push_back(std::move(summary));
+    }
+    return summaries;
 }
 
 std::vector<MetricPoint> RunStore::metric(int64_t run, const std::string &key)
@@ -388,6 +718,36 @@ std::vector<MetricPoint> RunStore::metric(int64_t run, const std::string &key)
     while (select.step())
         points.push_back({select.columnInt(0), columnReal(select, 1), columnReal(select, 2)});
     return points;
+}
+
+std::vector<MetricPoint> RunStore::metric(int64_t run, const std::string &key, int64_t afterStep)
+{
+    std::vector<MetricPoint> points;
+    auto &select = m_impl->selectMetricAfter;
+    StatementScope scope(select);
+    select.bind(1, run).bind(2, key).bind(3, afterStep);
+    while (select.step())
+        points.push_back({select.columnInt(0), columnReal(select, 1), columnReal(select, 2)});
+    return points;
+}
+
+int64_t RunStore::metricsCursor()
+{
+    return m_impl->db.queryInt("SELECT coalesce(max(rowid), 0) FROM metrics");
+}
+
+std::vector<MetricRow> RunStore::metricsSince(int64_t &cursor)
+{
+    std::vector<MetricRow> rows;
+    auto &select = m_impl->selectMetricsSince;
+    StatementScope scope(select);
+    select.bind(1, cursor);
+    while (select.step()) {
+        cursor = select.columnInt(0);
+        rows.push_back({select.columnInt(1),
+                        {select.columnText(2), select.columnInt(3), columnReal(select, 4), columnReal(select, 5)}});
+    }
+    return rows;
 }
 
 std::vector<std::string> RunStore::metricKeys(int64_t run)

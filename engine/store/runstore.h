@@ -6,10 +6,16 @@
 //   int64_t run = store.createRun("demo", configJson, "llama");
 //   store.appendMetrics(run, {{"train/loss", 1, 0.12, 7.9}, ...});   // one transaction per batch
 //   store.finishRun(run, RunStatus::Succeeded);
+//   for (const RunSummary &row : store.listRunSummaries()) ...   // the runs table: steps, best eval loss
 //
 // WAL mode; a process killed at any moment leaves a database that opens, passes integrity_check and
 // holds every batch committed before the kill. A run whose owning process died reads as Interrupted.
 // One RunStore (one connection) per thread; several processes may share a file.
+//
+// Bad files: a database of a newer schema is refused before anything is written to it; a read-only
+// one opens for reading (isReadOnly(); writes throw Error(Io) saying it is read-only); while another
+// process holds the write lock, reads go on (WAL) and a write waits OpenOptions::busyTimeoutMs, then
+// throws Error(Io) saying the database is locked. Nothing is half-written in any of these cases.
 
 #include "engine/core/loglevel.h"
 
@@ -38,7 +44,30 @@ struct RunRecord {
     std::string configJson;
     std::string model;
     std::string notes;
+    std::vector<std::string> tags; ///< sorted, no duplicates
 };
+
+/// A run with what the runs table shows of it, computed by sqlite from indexes (no metric rows read
+/// into the process).
+struct RunSummary {
+    RunRecord run;
+    std::optional<int64_t> steps;       ///< the last step of train/loss; empty before the first step
+    std::optional<double> bestEvalLoss; ///< the lowest eval/loss (NaN values skipped); empty if never evaluated
+    int64_t durationSeconds = 0;        ///< finished - created, or now - created while the run has no finish time
+    std::string method;                 ///< "lora" or "full" from the config (training.method); empty if unknown
+};
+
+/// How open() treats a busy database.
+struct OpenOptions {
+    /// How long a write waits for another process's write lock before it fails as "locked".
+    int busyTimeoutMs = 5000;
+};
+
+/// What deleteRun() does with the run's folder on disk.
+enum class RunFolderAction { Keep, Delete };
+
+/// The file tunebench writes into every run folder it creates: {"run_id": N, "store": "<db path>"}.
+inline constexpr const char *kRunFolderMarker = "run.json";
 
 /// One value of a metric, as written by the trainer.
 struct MetricSample {
@@ -46,6 +75,12 @@ struct MetricSample {
     int64_t step = 0;
     double wallTime = 0; ///< seconds since the run started
     double value = 0;
+};
+
+/// One metric value of some run, as a live view reads what was written since it last looked.
+struct MetricRow {
+    int64_t run = 0;
+    MetricSample sample;
 };
 
 /// One value of one metric of one run, as read back.
@@ -68,12 +103,13 @@ struct ArtifactRecord {
 
 class RunStore {
 public:
-    static constexpr int kSchemaVersion = 1;
+    static constexpr int kSchemaVersion = 2;
 
-    /// Opens (creating folders and the file if needed) and migrates to kSchemaVersion. Throws
-    /// Error(Io) naming the path if it cannot be opened or is not a tunebench database, and
-    /// Error(InvalidInput) if it was written by a newer tunebench (schema version too high).
-    static RunStore open(const std::filesystem::path &path);
+    /// Opens (creating folders and the file if needed) and migrates to kSchemaVersion in place (each
+    /// step in one transaction). Throws Error(Io) naming the path if it cannot be opened, is not a
+    /// tunebench database, is locked or read-only and needs an upgrade, and Error(InvalidInput) if it
+    /// was written by a newer tunebench (schema version too high; the file is not touched).
+    static RunStore open(const std::filesystem::path &path, const OpenOptions &options = {});
 
     RunStore(RunStore &&) noexcept;
     RunStore &operator=(RunStore &&) noexcept;
@@ -81,6 +117,11 @@ public:
 
     const std::filesystem::path &path() const;
     int schemaVersion() const;
+    /// True if the file could only be opened for reading (permissions); every write throws.
+    bool isReadOnly() const;
+    /// A number that changes whenever another connection commits to the file (PRAGMA data_version):
+    /// a cheap "did anything change?" for polling. This connection's own writes do not change it.
+    int64_t dataVersion();
 
     /// Creates a run with status Running, owned by this process. Returns its id.
     int64_t createRun(const std::string &name, const std::string &configJson, const std::string &model);
@@ -96,6 +137,29 @@ public:
     /// Sets the final status (not Running) and the finish time.
     void finishRun(int64_t run, RunStatus status);
     void setNotes(int64_t run, const std::string &notes);
+    /// Renames a run; the name is trimmed and must not be empty (Error(InvalidInput)).
+    void renameRun(int64_t run, const std::string &name);
+    /// Adds one tag (no-op if the run has it). A tag is trimmed, 1-64 bytes, without whitespace or
+    /// commas; anything else is Error(InvalidInput) naming the tag.
+    void addTag(int64_t run, const std::string &tag);
+    /// Removes one tag (no-op if the run does not have it).
+    void removeTag(int64_t run, const std::string &tag);
+    /// Replaces the run's tags with `tags` (checked as addTag, duplicates dropped) in one transaction.
+    void setTags(int64_t run, const std::vector<std::string> &tags);
+    /// The run's tags, sorted.
+    std::vector<std::string> tags(int64_t run);
+    /// Deletes a run with its metrics, events, artifacts and tags in one transaction. With
+    /// RunFolderAction::Delete it then removes createdRunFolder(run), if there is one (never any other
+    /// folder). Throws Error(InvalidInput) for an unknown run or one that a live process is running,
+    /// and Error(Io) if the folder could not be removed (the rows are gone then; the message says so).
+    void deleteRun(int64_t run, RunFolderAction folder = RunFolderAction::Keep);
+    /// Where the run's files are or were: its config's output_dir, else the default <data>/runs/<id>
+    /// (whether or not the folder still exists). Empty for an unknown run.
+    std::filesystem::path runFolder(int64_t run);
+    /// The folder tunebench created for this run, if it still exists: the run's output folder (its
+    /// config's output_dir, the default <data>/runs/<id>, or the folder of one of its artifacts) that
+    /// holds a run.json naming this run and this store. Empty for anything else.
+    std::optional<std::filesystem::path> createdRunFolder(int64_t run);
 
     /// Marks Running runs whose owning process is gone as Interrupted. Returns how many changed.
     int reconcileInterrupted();
@@ -103,9 +167,20 @@ public:
     /// All runs, newest first (reconciled first, so a dead run never reads as Running).
     std::vector<RunRecord> listRuns();
     std::optional<RunRecord> run(int64_t id);
+    /// All runs with their table summary, newest first (reconciled first, like listRuns).
+    std::vector<RunSummary> listRunSummaries();
     /// One metric of one run in step order (served by an index).
     std::vector<MetricPoint> metric(int64_t run, const std::string &key);
+    /// The values of one metric after `afterStep`, in step order: what a live view appends.
+    std::vector<MetricPoint> metric(int64_t run, const std::string &key, int64_t afterStep);
     std::vector<std::string> metricKeys(int64_t run);
+    /// Where the metrics end now: pass it to metricsSince() to read only what is written later.
+    int64_t metricsCursor();
+    /// The metric values of every run written after `cursor` (from metricsCursor() or an earlier
+    /// call), in the order they were written, and moves `cursor` past them. One range read of the new
+    /// rows only, so a live view can call it every second whatever the size of the store. (A value
+    /// rewritten for a step already seen keeps its place and is not returned again.)
+    std::vector<MetricRow> metricsSince(int64_t &cursor);
     std::vector<EventRecord> events(int64_t run);
     std::vector<ArtifactRecord> artifacts(int64_t run);
 

@@ -11,22 +11,49 @@ bool SqliteError::isForeignKeyViolation() const
     return m_code == SQLITE_CONSTRAINT_FOREIGNKEY;
 }
 
-static std::string sqliteMessage(sqlite3 *db, int code, std::string_view what)
+bool SqliteError::isLocked() const
 {
-    std::string file;
-    if (db) {
-        if (const char *name = sqlite3_db_filename(db, "main"))
-            file = name;
-    }
+    const int primary = m_code & 0xff;
+    return primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
+}
+
+bool SqliteError::isReadOnly() const
+{
+    return (m_code & 0xff) == SQLITE_READONLY;
+}
+
+std::string sqliteReason(sqlite3 *db, int code)
+{
+    const int primary = code & 0xff;
+    if (primary == SQLITE_BUSY || primary == SQLITE_LOCKED)
+        return "the database is locked by another process that is writing to it; nothing was changed, try again "
+               "when it is done";
+    if (primary == SQLITE_READONLY)
+        return "the database is read-only (check the permissions of the file and of its folder); nothing was changed";
     // sqlite3_errmsg describes the most recent failure on the connection; fall back to the generic
     // text for the code when there is no connection.
-    std::string reason = db ? sqlite3_errmsg(db) : sqlite3_errstr(code);
-    return "run store " + file + ": " + std::string(what) + ": " + reason;
+    return db ? sqlite3_errmsg(db) : sqlite3_errstr(code);
+}
+
+static std::string sqliteFileName(sqlite3 *db)
+{
+    if (db) {
+        if (const char *name = sqlite3_db_filename(db, "main"))
+            return name;
+    }
+    return {};
+}
+
+static SqliteError sqliteError(sqlite3 *db, int code, std::string_view what)
+{
+    std::string reason = sqliteReason(db, code);
+    return SqliteError(code, "run store " + sqliteFileName(db) + ": " + std::string(what) + ": " + reason,
+                       std::move(reason));
 }
 
 void throwSqlite(sqlite3 *db, int code, std::string_view what)
 {
-    throw SqliteError(code, sqliteMessage(db, code, what));
+    throw sqliteError(db, code, what);
 }
 
 SqliteDatabase::SqliteDatabase(const std::string &path)
@@ -34,10 +61,10 @@ SqliteDatabase::SqliteDatabase(const std::string &path)
     const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     const int rc = sqlite3_open_v2(path.c_str(), &m_db, flags, nullptr);
     if (rc != SQLITE_OK) {
-        std::string reason = m_db ? sqlite3_errmsg(m_db) : sqlite3_errstr(rc);
+        std::string reason = sqliteReason(m_db, rc);
         sqlite3_close_v2(m_db);
         m_db = nullptr;
-        throw SqliteError(rc, "run store " + path + ": cannot open: " + reason);
+        throw SqliteError(rc, "run store " + path + ": cannot open: " + reason, reason);
     }
     sqlite3_extended_result_codes(m_db, 1);
 }
@@ -83,6 +110,11 @@ std::string SqliteDatabase::queryText(std::string_view sql)
 int SqliteDatabase::changes() const
 {
     return sqlite3_changes(m_db);
+}
+
+bool SqliteDatabase::isReadOnly() const
+{
+    return sqlite3_db_readonly(m_db, "main") == 1;
 }
 
 SqliteStatement::SqliteStatement(sqlite3 *db, std::string_view sql) : m_db(db)
@@ -153,11 +185,10 @@ bool SqliteStatement::step()
     if (rc == SQLITE_DONE)
         return false;
     const int code = sqlite3_extended_errcode(m_db);
-    const std::string message =
-        sqliteMessage(m_db, code, "cannot run \"" + std::string(sqlite3_sql(m_stmt)).substr(0, 40) + "\"");
+    SqliteError error = sqliteError(m_db, code, "cannot run \"" + std::string(sqlite3_sql(m_stmt)).substr(0, 40) + "\"");
     // Reset so the statement can be reused after the caller handles the error.
     sqlite3_reset(m_stmt);
-    throw SqliteError(code, message);
+    throw error;
 }
 
 void SqliteStatement::run()

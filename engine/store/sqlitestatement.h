@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -18,15 +19,29 @@ namespace engine::store {
 /// violation from a full disk).
 class SqliteError : public Error {
 public:
-    SqliteError(int code, const std::string &message) : Error(ErrorKind::Io, message), m_code(code) {}
+    SqliteError(int code, const std::string &message, std::string reason = {})
+        : Error(ErrorKind::Io, message), m_code(code), m_reason(std::move(reason))
+    {
+    }
     /// sqlite's extended result code.
     int code() const { return m_code; }
+    /// Why, in words (sqlite's message, or a plainer one for a locked or read-only database).
+    const std::string &reason() const { return m_reason; }
     /// True for a FOREIGN KEY constraint failure (a row that points at a missing run).
     bool isForeignKeyViolation() const;
+    /// True when another connection holds the lock this one needed (SQLITE_BUSY / SQLITE_LOCKED).
+    bool isLocked() const;
+    /// True when the file (or its folder) cannot be written (SQLITE_READONLY and its variants).
+    bool isReadOnly() const;
 
 private:
     int m_code;
+    std::string m_reason;
 };
+
+/// The reason for `code` in words: for a locked or read-only database a sentence that says so and
+/// that nothing was changed, otherwise sqlite's own message for `db` (or for the code).
+std::string sqliteReason(sqlite3 *db, int code);
 
 /// Throws SqliteError for `code` on `db`: "run store <file>: <what>: <sqlite message>".
 [[noreturn]] void throwSqlite(sqlite3 *db, int code, std::string_view what);
@@ -52,6 +67,8 @@ public:
     std::string queryText(std::string_view sql);
     /// Rows changed by the last INSERT/UPDATE/DELETE on this connection.
     int changes() const;
+    /// True if sqlite opened the file for reading only (its permissions do not allow writing).
+    bool isReadOnly() const;
 
 private:
     sqlite3 *m_db = nullptr;

@@ -1,7 +1,9 @@
-// Round trips through the run store: runs, metrics, events, artifacts, notes and statuses, the
+// Round trips through the run store: runs, metrics, events, artifacts, notes, names, tags and
+// statuses, the table summaries, deleting a run (and only the folder tunebench made for it), the
 // metric index, and a second connection reading while the first writes.
 
 #include "engine/core/error.h"
+#include "engine/store/runqueries.h"
 #include "engine/store/runstore.h"
 #include "storetestutil.h"
 #include "support/tempdir.h"
@@ -11,6 +13,9 @@
 
 #include <atomic>
 #include <cmath>
+#include <fstream>
+#include <functional>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -278,7 +283,7 @@ TEST(RunStore, PragmasAreSet)
     RawDb &raw = opened.raw;
     EXPECT_EQ(raw.query("PRAGMA journal_mode"), "wal");
     EXPECT_EQ(raw.query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"),
-              "artifacts\nevents\nmetrics\nruns");
+              "artifacts\nevents\nmetrics\nrun_tags\nruns");
 }
 
 TEST(RunStore, MetricQueryUsesTheRunKeyStepIndex)
@@ -292,6 +297,248 @@ TEST(RunStore, MetricQueryUsesTheRunKeyStepIndex)
     EXPECT_THAT(plan, ::testing::Not(HasSubstr("TEMP B-TREE"))); // the index gives the order, no sort
     const std::string keysPlan = raw.query("EXPLAIN QUERY PLAN SELECT DISTINCT key FROM metrics WHERE run = 1 ORDER BY key");
     EXPECT_THAT(keysPlan, HasSubstr("metrics_run_key_step"));
+}
+
+TEST(RunStore, RenameTrimsAndRefusesAnEmptyName)
+{
+    TempDir dir("store");
+    auto store = RunStore::open(dir / "runs.db");
+    const int64_t id = store.createRun("before", "{}", "m");
+    store.renameRun(id, "  after  ");
+    EXPECT_EQ(store.run(id)->name, "after");
+    for (const std::string name : {"", "   "}) {
+        try {
+            store.renameRun(id, name);
+            ADD_FAILURE() << "accepted the name \"" << name << "\"";
+        } catch (const engine::Error &e) {
+            EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+            EXPECT_THAT(e.what(), HasSubstr("cannot be empty"));
+        }
+    }
+    EXPECT_EQ(store.run(id)->name, "after");
+    try {
+        store.renameRun(id + 5, "x");
+        ADD_FAILURE();
+    } catch (const engine::Error &e) {
+        EXPECT_THAT(e.what(), HasSubstr("no run with id " + std::to_string(id + 5)));
+    }
+}
+
+TEST(RunStore, TagsAreASetListedWithTheRun)
+{
+    TempDir dir("store");
+    auto store = RunStore::open(dir / "runs.db");
+    const int64_t a = store.createRun("a", "{}", "m");
+    const int64_t b = store.createRun("b", "{}", "m");
+    store.addTag(a, "lora");
+    store.addTag(a, " baseline ");
+    store.addTag(a, "lora"); // already there
+    store.addTag(b, "lora");
+    EXPECT_THAT(store.tags(a), ElementsAre("baseline", "lora"));
+    store.removeTag(a, "lora");
+    store.removeTag(a, "never-had-it");
+    EXPECT_THAT(store.tags(a), ElementsAre("baseline"));
+    store.setTags(b, {"z", "y", "z"});
+    EXPECT_THAT(store.run(b)->tags, ElementsAre("y", "z"));
+
+    const auto runs = store.listRuns();
+    ASSERT_EQ(runs.size(), 2u);
+    EXPECT_THAT(runs[0].tags, ElementsAre("y", "z"));
+    EXPECT_THAT(runs[1].tags, ElementsAre("baseline"));
+
+    for (const std::string &bad : std::vector<std::string>{"", "two words", "a,b", std::string(65, 'x')}) {
+        try {
+            store.addTag(a, bad);
+            ADD_FAILURE() << "accepted the tag \"" << bad << "\"";
+        } catch (const engine::Error &e) {
+            EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+            EXPECT_THAT(e.what(), HasSubstr("tag \"" + bad + "\""));
+        }
+    }
+    // A bad tag in a set changes nothing.
+    EXPECT_THROW(store.setTags(a, {"fine", "not fine"}), engine::Error);
+    EXPECT_THAT(store.tags(a), ElementsAre("baseline"));
+    store.setTags(a, {});
+    EXPECT_TRUE(store.tags(a).empty());
+    EXPECT_THROW(store.addTag(b + 10, "x"), engine::Error);
+    EXPECT_THROW(store.setTags(b + 10, {}), engine::Error);
+}
+
+TEST(RunStore, SummariesGiveStepsBestEvalLossDurationAndMethod)
+{
+    StoreWithRawView opened;
+    RunStore &store = opened.store;
+    const int64_t lora = store.createRun("lora", R"({"training": {"method": "lora", "steps": 9}})", "llama");
+    store.appendMetrics(lora, {{"train/loss", 7, 7.0, 1.5}, {"train/loss", 3, 3.0, 2.5}, {"eval/loss", 3, 3.1, 2.75},
+                               {"eval/loss", 7, 7.1, 2.25}, {"eval/loss", 5, 5.1, std::nan("")}, {"lr", 20, 20, 1e-3}});
+    store.finishRun(lora, RunStatus::Succeeded);
+    const int64_t full = store.createRun("full", R"({"method": "full"})", "gpt2"); // still running, no metrics
+    const int64_t broken = store.createRun("broken", "{}", "m");
+    store.finishRun(broken, RunStatus::Failed);
+    opened.raw.exec("UPDATE runs SET created = '2026-03-01T10:00:00Z', finished = '2026-03-01T11:30:05Z' WHERE id = " +
+                    std::to_string(lora));
+    opened.raw.exec("UPDATE runs SET config = 'not json {' WHERE id = " + std::to_string(broken));
+    store.addTag(lora, "best");
+
+    const auto summaries = store.listRunSummaries();
+    ASSERT_EQ(summaries.size(), 3u);
+    std::map<int64_t, RunSummary> byId;
+    for (const auto &summary : summaries)
+        byId[summary.run.id] = summary;
+    const RunSummary &l = byId.at(lora);
+    EXPECT_EQ(l.run.name, "lora");
+    EXPECT_EQ(l.run.model, "llama");
+    EXPECT_THAT(l.run.tags, ElementsAre("best"));
+    EXPECT_EQ(l.steps, 7);                // the last train/loss step, not lr's
+    EXPECT_EQ(l.bestEvalLoss, 2.25);      // NaN skipped
+    EXPECT_EQ(l.durationSeconds, 5405);
+    EXPECT_EQ(l.method, "lora");
+    const RunSummary &f = byId.at(full);
+    EXPECT_EQ(f.run.status, RunStatus::Running);
+    EXPECT_FALSE(f.steps);
+    EXPECT_FALSE(f.bestEvalLoss);
+    EXPECT_GE(f.durationSeconds, 0);
+    EXPECT_LT(f.durationSeconds, 24 * 3600); // counted to now, not to some epoch
+    EXPECT_EQ(f.method, "full");
+    EXPECT_EQ(byId.at(broken).method, ""); // a damaged config does not break the list
+    EXPECT_EQ(byId.at(broken).run.status, RunStatus::Failed);
+}
+
+TEST(RunStore, SummariesAreAnsweredFromTheMetricIndexWithoutScanningMetrics)
+{
+    StoreWithRawView opened;
+    const std::string plan = opened.raw.query("EXPLAIN QUERY PLAN " + std::string(engine::store::kRunSummariesSql));
+    EXPECT_THAT(plan, HasSubstr("metrics_run_key_step"));
+    EXPECT_THAT(plan, ::testing::Not(HasSubstr("SCAN metrics"))) << plan;
+}
+
+TEST(RunStore, MetricAfterAStepReturnsOnlyTheNewValues)
+{
+    TempDir dir("store");
+    auto store = RunStore::open(dir / "runs.db");
+    const int64_t run = store.createRun("r", "{}", "m");
+    store.appendMetrics(run, {{"loss", 1, 1, 3.0}, {"loss", 2, 2, 2.0}, {"loss", 3, 3, 1.0}});
+    EXPECT_THAT(stepsOf(store.metric(run, "loss", 1)), ElementsAre(2, 3));
+    EXPECT_TRUE(store.metric(run, "loss", 3).empty());
+    EXPECT_THAT(stepsOf(store.metric(run, "loss", -1)), ElementsAre(1, 2, 3));
+}
+
+TEST(RunStore, MetricsSinceACursorReturnsOnlyWhatWasWrittenLater)
+{
+    StoreWithRawView opened;
+    RunStore &store = opened.store;
+    const int64_t a = store.createRun("a", "{}", "m");
+    const int64_t b = store.createRun("b", "{}", "m");
+    store.appendMetrics(a, {{"loss", 1, 1, 3.0}, {"loss", 2, 2, 2.0}});
+    int64_t cursor = store.metricsCursor();
+    EXPECT_TRUE(store.metricsSince(cursor).empty());
+    store.appendMetrics(b, {{"loss", 1, 1, 9.0}});
+    store.appendMetrics(a, {{"loss", 3, 3, 1.0}, {"lr", 3, 3, 1e-3}});
+    const auto rows = store.metricsSince(cursor);
+    ASSERT_EQ(rows.size(), 3u);
+    EXPECT_EQ(rows[0].run, b);
+    EXPECT_EQ(rows[1].run, a);
+    EXPECT_EQ(rows[1].sample.key, "loss");
+    EXPECT_EQ(rows[1].sample.step, 3);
+    EXPECT_DOUBLE_EQ(rows[1].sample.value, 1.0);
+    EXPECT_EQ(rows[2].sample.key, "lr");
+    EXPECT_TRUE(store.metricsSince(cursor).empty());
+    const std::string plan = opened.raw.query("EXPLAIN QUERY PLAN SELECT rowid, run, key, step, wall_time, value FROM metrics"
+                                              " WHERE rowid > 5 ORDER BY rowid");
+    EXPECT_THAT(plan, HasSubstr("rowid>?")) << plan; // a range of the table, not a scan
+}
+
+TEST(RunStore, DataVersionChangesWhenAnotherConnectionCommits)
+{
+    StoreWithRawView opened;
+    RunStore &store = opened.store;
+    const int64_t before = store.dataVersion();
+    store.createRun("own write", "{}", "m");
+    EXPECT_EQ(store.dataVersion(), before);
+    auto other = RunStore::open(opened.path);
+    other.createRun("someone else", "{}", "m");
+    EXPECT_NE(store.dataVersion(), before);
+}
+
+namespace {
+
+void writeMarker(const std::filesystem::path &folder, int64_t run, const std::filesystem::path &storePath)
+{
+    std::filesystem::create_directories(folder);
+    std::ofstream(folder / kRunFolderMarker) << R"({"run_id": )" << run << R"(, "store": ")" << storePath.string()
+                                              << "\"}\n";
+    std::ofstream(folder / "loss.png") << "png";
+}
+
+} // namespace
+
+TEST(RunStore, DeleteRemovesTheRunWithItsRowsAndKeepsItsFolder)
+{
+    StoreWithRawView opened;
+    RunStore &store = opened.store;
+    const auto folder = opened.dir / "out-a";
+    const int64_t a = store.createRun("a", R"({"output_dir": ")" + folder.string() + R"("})", "m");
+    const int64_t b = store.createRun("b", "{}", "m");
+    for (int64_t run : {a, b}) {
+        store.appendMetrics(run, {{"train/loss", 1, 1, 2.0}, {"train/loss", 2, 2, 1.0}});
+        store.addEvent(run, LogLevel::Info, "started");
+        store.addArtifact(run, "loss_plot", (folder / "loss.png").string());
+        store.addTag(run, "t");
+    }
+    writeMarker(folder, a, opened.path);
+
+    try {
+        store.deleteRun(a); // this live process owns it: still running
+        ADD_FAILURE() << "deleted a running run";
+    } catch (const engine::Error &e) {
+        EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+        EXPECT_THAT(e.what(), HasSubstr("still running"));
+    }
+    store.finishRun(a, RunStatus::Succeeded);
+    store.deleteRun(a);
+    EXPECT_FALSE(store.run(a));
+    for (const char *table : {"metrics", "events", "artifacts", "run_tags"}) {
+        EXPECT_EQ(opened.raw.query("SELECT count(*) FROM " + std::string(table) + " WHERE run = " + std::to_string(a)), "0")
+            << table;
+        EXPECT_EQ(opened.raw.query("SELECT count(*) FROM " + std::string(table) + " WHERE run = " + std::to_string(b)),
+                  table == std::string("metrics") ? "2" : "1")
+            << table;
+    }
+    EXPECT_TRUE(std::filesystem::exists(folder / "loss.png")) << "the files stay unless asked";
+    EXPECT_THROW(store.deleteRun(a), engine::Error);
+}
+
+TEST(RunStore, DeleteWithTheFolderRemovesOnlyAFolderTunebenchMadeForThatRun)
+{
+    StoreWithRawView opened;
+    RunStore &store = opened.store;
+    const auto ours = opened.dir / "ours";
+    const auto otherStores = opened.dir / "other-store";
+    const auto unmarked = opened.dir / "unmarked";
+    const auto config = [](const std::filesystem::path &folder) {
+        return R"({"output_dir": ")" + folder.string() + R"("})";
+    };
+    const int64_t a = store.createRun("a", config(ours), "m");
+    const int64_t b = store.createRun("b", config(otherStores), "m");
+    const int64_t c = store.createRun("c", config(unmarked), "m");
+    for (int64_t run : {a, b, c})
+        store.finishRun(run, RunStatus::Succeeded);
+    writeMarker(ours, a, opened.path);
+    writeMarker(otherStores, b, opened.dir / "somewhere-else.db");
+    std::filesystem::create_directories(unmarked);
+    std::ofstream(unmarked / "precious.txt") << "x";
+
+    EXPECT_EQ(store.createdRunFolder(a), ours);
+    EXPECT_EQ(store.createdRunFolder(b), std::nullopt);
+    EXPECT_EQ(store.createdRunFolder(c), std::nullopt);
+
+    store.deleteRun(a, RunFolderAction::Delete);
+    store.deleteRun(b, RunFolderAction::Delete);
+    store.deleteRun(c, RunFolderAction::Delete);
+    EXPECT_FALSE(std::filesystem::exists(ours));
+    EXPECT_TRUE(std::filesystem::exists(otherStores / "loss.png"));
+    EXPECT_TRUE(std::filesystem::exists(unmarked / "precious.txt"));
+    EXPECT_TRUE(store.listRuns().empty());
 }
 
 // A second connection (as another process or the UI thread would hold) reads while the first
@@ -312,8 +559,11 @@ TEST(RunStoreConcurrency, SecondConnectionReadsWhileFirstWrites)
         try {
             for (int step = 0; step < kSteps; ++step) {
                 std::vector<MetricSample> batch;
-                for (int k = 0; k < kKeys; ++k)
-                    batch.push_back({"k" + std::to_string(k), step, step * 0.1, step * 1.0 + k});
+                for (int k = 0; k < kKeys; ++k) {
+                    std::string key = "k"; // not "k" + to_string: GCC 12 warns falsely (-Wrestrict) at -O3
+                    key += std::to_string(k);
+                    batch.push_back({key, step, step * 0.1, step * 1.0 + k});
+                }
                 writerStore.appendMetrics(run, batch);
             }
         } catch (const std::exception &e) {
