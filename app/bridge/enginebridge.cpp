@@ -7,7 +7,7 @@
 
 namespace app {
 
-EngineBridge::EngineBridge(QObject *parent, TrainingFunction train) : QObject(parent)
+EngineBridge::EngineBridge(QObject *parent, TrainingFunction train, GenerateFunction generate) : QObject(parent)
 {
     registerMetaTypes();
 
@@ -15,7 +15,7 @@ EngineBridge::EngineBridge(QObject *parent, TrainingFunction train) : QObject(pa
     m_drainTimer.setInterval(40);
     connect(&m_drainTimer, &QTimer::timeout, this, &EngineBridge::drainMetrics);
 
-    m_worker = new EngineWorker(m_control, m_metrics, std::move(train));
+    m_worker = new EngineWorker(m_control, m_metrics, std::move(train), std::move(generate));
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
     // The worker emits on the engine thread; these connections are queued onto the UI thread.
@@ -26,6 +26,8 @@ EngineBridge::EngineBridge(QObject *parent, TrainingFunction train) : QObject(pa
     connect(m_worker, &EngineWorker::jobFinished, this, &EngineBridge::onWorkerFinished);
     connect(m_worker, &EngineWorker::inspectionFinished, this, &EngineBridge::onInspectionFinished);
     connect(m_worker, &EngineWorker::previewFinished, this, &EngineBridge::onPreviewFinished);
+    connect(m_worker, &EngineWorker::generatedText, this, &EngineBridge::generatedText);
+    connect(m_worker, &EngineWorker::generationFinished, this, &EngineBridge::onGenerationFinished);
     m_thread.setObjectName(QStringLiteral("tunebench engine"));
     m_thread.start();
 }
@@ -99,6 +101,34 @@ bool EngineBridge::startPreview(const engine::train::TrainingParams &params, QSt
     }
     return queueJob([worker = m_worker, params] { worker->runPreview(params); },
                     tr("A job is running; the preview can run once it has finished."), error);
+}
+
+bool EngineBridge::startGeneration(const engine::infer::GenerateRequest &request, QString *error)
+{
+    if (!m_busy) {
+        QString problem;
+        if (request.modelPath.empty())
+            problem = tr("Generate: there is no model to generate with; train a run that saves its model first.");
+        else if (request.prompt.empty())
+            problem = tr("Generate: type a prompt first.");
+        else if (request.maxNewTokens < 1 || request.maxNewTokens > 4096)
+            problem = tr("Generate: new tokens = %1 is out of range: it must be between 1 and 4096.").arg(request.maxNewTokens);
+        if (!problem.isEmpty()) {
+            if (error)
+                *error = problem;
+            return false;
+        }
+    }
+    return queueJob([worker = m_worker, request] { worker->runGeneration(request); },
+                    tr("A job is running; generate once it has finished."), error);
+}
+
+void EngineBridge::onGenerationFinished(bool ok, const QString &textOrError, const QString &stopReason)
+{
+    m_control.reset();
+    m_busy = false;
+    Q_EMIT busyChanged(false);
+    Q_EMIT generationFinished(ok, textOrError, stopReason);
 }
 
 void EngineBridge::onPreviewFinished(bool ok, const QString &text)

@@ -38,7 +38,8 @@ class EngineBridge : public QObject {
 
 public:
     /// train: the function that runs training jobs; empty means engine::train::runTraining.
-    explicit EngineBridge(QObject *parent = nullptr, TrainingFunction train = {});
+    /// generate: the function that generates text; empty means engine::infer::generate.
+    explicit EngineBridge(QObject *parent = nullptr, TrainingFunction train = {}, GenerateFunction generate = {});
     /// Cancels a running job and waits for the engine thread to end.
     ~EngineBridge() override;
 
@@ -51,6 +52,11 @@ public:
     /// Queues a dataset preview (the data read and tokenized as training would, nothing trained) on the
     /// engine thread; it arrives in previewFinished. Refused (false, with a message) while a job runs.
     bool startPreview(const engine::train::TrainingParams &params, QString *error = nullptr);
+    /// Queues text generation with a saved model (a full fine-tune's model folder, or a base model with a
+    /// LoRA adapter) on the engine thread; the text arrives piece by piece in generatedText and whole in
+    /// generationFinished. Refused (false, with a message) while a job runs, without a model or prompt,
+    /// or with a token count outside 1..4096. cancel() stops it after the current token.
+    bool startGeneration(const engine::infer::GenerateRequest &request, QString *error = nullptr);
     /// Pauses or resumes the running job at its next step boundary. No effect when idle.
     void pause(bool paused);
     /// Asks the running job to stop at its next step boundary; it then ends Cancelled.
@@ -83,6 +89,10 @@ Q_SIGNALS:
     void inspectionFinished(const app::InspectionResult &report);
     /// A preview ended: ok with the preview's text (describePreview), or not ok with the error.
     void previewFinished(bool ok, const QString &text);
+    /// A piece of the text being generated, in order.
+    void generatedText(const QString &piece);
+    /// Generation ended: ok with the whole new text and the stop reason, or not ok with the error.
+    void generationFinished(bool ok, const QString &textOrError, const QString &stopReason);
 
 private:
     void onMetricsAvailable();
@@ -90,6 +100,7 @@ private:
     void onWorkerFinished(const app::JobOutcome &outcome);
     void onInspectionFinished(const app::InspectionResult &report);
     void onPreviewFinished(bool ok, const QString &text);
+    void onGenerationFinished(bool ok, const QString &textOrError, const QString &stopReason);
     /// Runs `job` on the engine thread (it calls one of the worker's jobs); refused with `busyMessage`
     /// while a job runs.
     bool queueJob(std::function<void()> job, const QString &busyMessage, QString *error);

@@ -33,11 +33,14 @@ private:
 
 } // namespace
 
-EngineWorker::EngineWorker(engine::JobControl &control, MetricsBuffer &metrics, TrainingFunction train)
-    : m_control(control), m_metrics(metrics), m_train(std::move(train))
+EngineWorker::EngineWorker(engine::JobControl &control, MetricsBuffer &metrics, TrainingFunction train,
+                           GenerateFunction generate)
+    : m_control(control), m_metrics(metrics), m_train(std::move(train)), m_generate(std::move(generate))
 {
     if (!m_train)
         m_train = &engine::train::runTraining;
+    if (!m_generate)
+        m_generate = &engine::infer::generate;
 }
 
 void EngineWorker::runTraining(const engine::train::TrainingParams &params)
@@ -63,6 +66,18 @@ void EngineWorker::runPreview(const engine::train::TrainingParams &params)
         Q_EMIT previewFinished(true, QString::fromStdString(engine::train::describePreview(preview, params)));
     } catch (...) {
         Q_EMIT previewFinished(false, QString::fromStdString(engine::currentExceptionInfo().message));
+    }
+}
+
+void EngineWorker::runGeneration(const engine::infer::GenerateRequest &request)
+{
+    Q_EMIT jobStarted();
+    try {
+        const auto onText = [this](const std::string &piece) { Q_EMIT generatedText(QString::fromStdString(piece)); };
+        const engine::infer::GenerateResult result = m_generate(request, onText, &m_control);
+        Q_EMIT generationFinished(true, QString::fromStdString(result.text), QString::fromStdString(result.stopReason));
+    } catch (...) {
+        Q_EMIT generationFinished(false, QString::fromStdString(engine::currentExceptionInfo().message), QString());
     }
 }
 

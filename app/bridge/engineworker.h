@@ -6,6 +6,7 @@
 #include "app/bridge/metricsbuffer.h"
 #include "engine/core/jobcontrol.h"
 #include "engine/core/loglevel.h"
+#include "engine/infer/inference.h"
 #include "engine/train/trainer.h"
 
 #include <QObject>
@@ -19,6 +20,12 @@ namespace app {
 using TrainingFunction = std::function<engine::train::TrainingOutcome(
     const engine::train::TrainingParams &, engine::JobControl &, engine::train::TrainingObserver &)>;
 
+/// The function that generates text; engine::infer::generate unless a test injects another. onText
+/// receives the new text as it grows; control is checked between tokens.
+using GenerateFunction = std::function<engine::infer::GenerateResult(
+    const engine::infer::GenerateRequest &, const std::function<void(const std::string &)> &onText,
+    const engine::JobControl *control)>;
+
 /// Runs one job at a time on the thread it was moved to. Signals are emitted on that thread (the
 /// bridge receives them queued); step metrics go into the shared buffer instead of a signal.
 /// Nothing thrown by a job leaves runTraining().
@@ -27,12 +34,14 @@ class EngineWorker : public QObject {
 
 public:
     /// control and metrics are owned by the bridge and outlive this worker.
-    EngineWorker(engine::JobControl &control, MetricsBuffer &metrics, TrainingFunction train);
+    EngineWorker(engine::JobControl &control, MetricsBuffer &metrics, TrainingFunction train,
+                 GenerateFunction generate = {});
 
 public Q_SLOTS:
     void runTraining(const engine::train::TrainingParams &params);
     void runInspection(const app::InspectRequest &request);
     void runPreview(const engine::train::TrainingParams &params);
+    void runGeneration(const engine::infer::GenerateRequest &request);
 
 Q_SIGNALS:
     void jobStarted();
@@ -43,11 +52,16 @@ Q_SIGNALS:
     void jobFinished(const app::JobOutcome &outcome);
     void inspectionFinished(const app::InspectionResult &report);
     void previewFinished(bool ok, const QString &text);
+    /// A piece of generated text (in order; the pieces joined are the whole text).
+    void generatedText(const QString &piece);
+    /// ok: the whole new text and why it stopped ("max_tokens", "eos", ...); not ok: the error.
+    void generationFinished(bool ok, const QString &textOrError, const QString &stopReason);
 
 private:
     engine::JobControl &m_control;
     MetricsBuffer &m_metrics;
     TrainingFunction m_train;
+    GenerateFunction m_generate;
 };
 
 } // namespace app

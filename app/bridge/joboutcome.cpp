@@ -25,6 +25,9 @@ JobOutcome JobOutcome::fromTraining(const engine::train::TrainingOutcome &outcom
     result.lastLoss = outcome.lastLoss;
     result.lossPlotPath = QString::fromStdString(outcome.lossPlotPath);
     result.nonFiniteStepPath = QString::fromStdString(outcome.nonFiniteStepPath);
+    result.modelPath = QString::fromStdString(outcome.modelPath);
+    result.adapterPath = QString::fromStdString(outcome.adapterPath);
+    result.outputDir = QString::fromStdString(outcome.outputDir);
     return result;
 }
 

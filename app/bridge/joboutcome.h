@@ -29,6 +29,9 @@ struct JobOutcome {
     double lastLoss = 0;
     QString lossPlotPath;
     QString nonFiniteStepPath; ///< a non-finite loss stopped the run: that step, kept for the inspector
+    QString modelPath;         ///< the saved model folder (full fine-tuning); empty when none was saved
+    QString adapterPath;       ///< the saved PEFT adapter folder (LoRA); empty when none was saved
+    QString outputDir;         ///< the run's folder
 
     static JobOutcome fromTraining(const engine::train::TrainingOutcome &outcome);
     static JobOutcome failure(const engine::ErrorInfo &error);

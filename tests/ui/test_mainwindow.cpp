@@ -1,6 +1,9 @@
 // The main window driven like a user, with the real trainer on small settings.
 
 #include "app/bridge/enginebridge.h"
+#include "app/bridge/steprate.h"
+#include "engine/core/systeminfo.h"
+#include "engine/train/trainer.h"
 #include "ui/mainwindow.h"
 #include "ui/models/runsmodel.h"
 #include "ui/pages/inspectpage.h"
@@ -10,7 +13,14 @@
 #include "ui/widgets/lossplot.h"
 #include "uitestsupport.h"
 
+#include <QAction>
 #include <QApplication>
+#include <QDir>
+#include <QDropEvent>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QThread>
+#include <QUrl>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFile>
@@ -20,6 +30,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
 #include <QStackedWidget>
@@ -42,6 +53,7 @@ protected:
     void SetUp() override
     {
         ASSERT_TRUE(m_storeDir.isValid());
+        QSettings().remove(QStringLiteral("TrainPage")); // no test inherits the last one's form
         m_window = std::make_unique<ui::MainWindow>(m_storeDir.filePath(QStringLiteral("runs.sqlite3")));
         m_window->resize(1200, 800);
         m_window->show();
@@ -135,19 +147,26 @@ TEST_F(MainWindowTest, InvalidSettingsShowOneMessageAndStartNoJob)
 {
     setSmallSettings(40);
     child<QDoubleSpinBox>("lrSpin")->setValue(0);
-    click("startButton");
+    EXPECT_FALSE(child<QPushButton>("startButton")->isEnabled());
+    EXPECT_TRUE(child<QLabel>("validationLabel")->text().contains(QStringLiteral("learning rate")))
+        << child<QLabel>("validationLabel")->text().toStdString();
+    // Ctrl+Return (Train > Start) refuses too, and says why.
+    m_window->activateWindow();
+    ASSERT_TRUE(QTest::qWaitForWindowActive(m_window.get()));
+    QTest::keyClick(m_window.get(), Qt::Key_Return, Qt::ControlModifier);
     EXPECT_FALSE(m_window->bridge()->isBusy());
-    EXPECT_TRUE(logText().contains(QStringLiteral("learning rate"))) << logText().toStdString();
+    EXPECT_TRUE(logText().contains(QStringLiteral("Cannot start: Learning rate: "))) << logText().toStdString();
     EXPECT_EQ(m_window->trainPage()->stateText(), QStringLiteral("Idle"));
-    expectIdleControls();
 
     child<QDoubleSpinBox>("lrSpin")->setValue(0.003);
     child<QLineEdit>("corpusEdit")->setText(m_storeDir.filePath(QStringLiteral("no-such-corpus.txt")));
-    click("startButton");
+    EXPECT_FALSE(child<QPushButton>("startButton")->isEnabled());
+    EXPECT_FALSE(m_window->trainPage()->start());
     EXPECT_FALSE(m_window->bridge()->isBusy());
     EXPECT_TRUE(logText().contains(QStringLiteral("does not exist"))) << logText().toStdString();
     QTest::qWait(200);
     EXPECT_EQ(child<ui::LossPlot>("lossPlot")->pointCount(), 0);
+    child<QLineEdit>("corpusEdit")->setText(uitest::smallCorpus());
     expectIdleControls();
 }
 
@@ -202,9 +221,14 @@ TEST_F(MainWindowTest, TrainsWithoutBlockingTheUiAndStops)
     expectIdleControls();
     EXPECT_TRUE(logText().contains(QStringLiteral("Stopped after"))) << logText().toStdString();
 
-    // The Runs page lists the cancelled run.
+    // The Runs page lists the cancelled run; the plot holds every stored step and none beyond.
     m_window->showPage(ui::MainWindow::Page::Runs);
     EXPECT_EQ(runStatuses(), QStringList{QStringLiteral("Cancelled")});
+    QSortFilterProxyModel *proxy = m_window->runsPage()->proxyModel();
+    ASSERT_EQ(proxy->rowCount(), 1);
+    const QVariant storedSteps = proxy->index(0, ui::RunsModel::StepsColumn).data(ui::RunsModel::RawValueRole);
+    ASSERT_TRUE(storedSteps.isValid()) << "the cancelled run stored no step";
+    EXPECT_EQ(plot->pointCount(), storedSteps.toLongLong());
 }
 
 TEST_F(MainWindowTest, AFinishedRunShowsOnTheRunsPage)
@@ -267,6 +291,7 @@ TEST_F(MainWindowTest, EvalLossAndMemoryShowWhileTraining)
 {
     setSmallSettings(8);
     child<QDoubleSpinBox>("valFractionSpin")->setValue(0.1);
+    child<QSpinBox>("evalEverySpin")->setValue(4);
     click("startButton");
     ASSERT_TRUE(waitForIdle());
     EXPECT_EQ(m_window->trainPage()->stateText(), QStringLiteral("Succeeded")) << logText().toStdString();
@@ -307,6 +332,126 @@ TEST_F(MainWindowTest, ANanLossOffersItsStepOnTheInspectPage)
         << m_window->inspectPage()->diagnosisText().toStdString();
 }
 
+TEST_F(MainWindowTest, ShortcutsSwitchPages)
+{
+    m_window->activateWindow();
+    ASSERT_TRUE(QTest::qWaitForWindowActive(m_window.get()));
+    const QList<std::pair<Qt::Key, ui::MainWindow::Page>> keys = {{Qt::Key_4, ui::MainWindow::Page::Runs},
+                                                                  {Qt::Key_1, ui::MainWindow::Page::Plan},
+                                                                  {Qt::Key_3, ui::MainWindow::Page::Inspect},
+                                                                  {Qt::Key_2, ui::MainWindow::Page::Train}};
+    for (const auto &[key, page] : keys) {
+        QTest::keyClick(m_window.get(), key, Qt::ControlModifier);
+        EXPECT_EQ(m_window->currentPage(), page) << "Ctrl+" << QKeySequence(key).toString().toStdString();
+    }
+    for (const char *name : {"openModelAction", "quitAction", "startAction", "stopAction", "refreshAction", "copyCliAction"}) {
+        auto *action = m_window->findChild<QAction *>(QString::fromLatin1(name));
+        ASSERT_NE(action, nullptr) << name;
+        EXPECT_FALSE(action->shortcut().isEmpty()) << name << " has no shortcut";
+    }
+    EXPECT_FALSE(m_window->findChild<QAction *>(QStringLiteral("stopAction"))->isEnabled()) << "nothing to stop";
+}
+
+TEST_F(MainWindowTest, AboutShowsTheVersionsOfQtLibtorchAndTheBlas)
+{
+    auto *about = m_window->findChild<QAction *>(QStringLiteral("aboutAction"));
+    ASSERT_NE(about, nullptr);
+    about->trigger();
+    auto *box = m_window->findChild<QMessageBox *>(QStringLiteral("aboutDialog"));
+    ASSERT_NE(box, nullptr);
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(box));
+    const QString text = box->text();
+    const engine::SystemInfo info = engine::systemInfo();
+    EXPECT_TRUE(text.contains(QStringLiteral("Qt        %1").arg(QString::fromLatin1(qVersion())))) << text.toStdString();
+    EXPECT_TRUE(text.contains(QStringLiteral("libtorch  %1").arg(QString::fromStdString(info.torchVersion)))) << text.toStdString();
+    EXPECT_TRUE(text.contains(QStringLiteral("BLAS ") + QString::fromStdString(info.blas.empty() ? "unknown" : info.blas).toHtmlEscaped()))
+        << text.toStdString();
+    box->accept();
+}
+
+TEST_F(MainWindowTest, AFolderDroppedOnTheWindowOpensOnTheTrainPage)
+{
+    QTemporaryDir model;
+    ASSERT_TRUE(model.isValid());
+    m_window->showPage(ui::MainWindow::Page::Runs);
+    QMimeData mime;
+    mime.setUrls({QUrl::fromLocalFile(model.path())});
+    const QPoint where(5, m_window->height() - 5); // the status bar
+    QDragEnterEvent enter(where, Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(m_window.get(), &enter);
+    EXPECT_TRUE(enter.isAccepted());
+    QDropEvent drop(QPointF(where), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
+    QApplication::sendEvent(m_window.get(), &drop);
+    EXPECT_EQ(m_window->currentPage(), ui::MainWindow::Page::Train);
+    EXPECT_EQ(QDir::fromNativeSeparators(child<QLineEdit>("modelEdit")->text()), model.path());
+}
+
+/// Steps at 2 per second of job time (StepMetrics::wallSeconds) until cancelled or done.
+engine::train::TrainingOutcome stepSlowly(const engine::train::TrainingParams &params, engine::JobControl &control,
+                                          engine::train::TrainingObserver &observer)
+{
+    engine::train::TrainingOutcome outcome;
+    outcome.runId = 1;
+    for (int64_t step = 1; step <= params.steps; ++step) {
+        if (!control.waitWhilePaused() || control.cancelRequested()) {
+            outcome.status = engine::JobStatus::Cancelled;
+            outcome.stepsCompleted = step - 1;
+            return outcome;
+        }
+        engine::train::StepMetrics m;
+        m.step = step;
+        m.totalSteps = params.steps;
+        m.loss = 3.0 / static_cast<double>(step);
+        m.tokensPerSecond = 1000;
+        m.wallSeconds = 0.5 * static_cast<double>(step);
+        observer.onStep(m);
+        QThread::msleep(5);
+    }
+    outcome.status = engine::JobStatus::Succeeded;
+    outcome.stepsCompleted = params.steps;
+    return outcome;
+}
+
+TEST(MainWindowStatusBar, ShowsTheJobsProgressAndTimeLeftAndEscStops)
+{
+    QSettings().remove(QStringLiteral("TrainPage"));
+    QTemporaryDir dir;
+    ASSERT_TRUE(dir.isValid());
+    ui::MainWindow window(dir.filePath(QStringLiteral("runs.sqlite3")), new app::EngineBridge(nullptr, stepSlowly));
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    window.activateWindow();
+    ASSERT_TRUE(QTest::qWaitForWindowActive(&window));
+    window.showPage(ui::MainWindow::Page::Runs); // Ctrl+Return starts from any page, and shows Train
+    auto *steps = window.findChild<QSpinBox *>(QStringLiteral("stepsSpin"));
+    ASSERT_NE(steps, nullptr);
+    steps->setValue(100'000);
+    auto *progress = window.findChild<QProgressBar *>(QStringLiteral("jobProgress"));
+    auto *eta = window.findChild<QLabel *>(QStringLiteral("etaLabel"));
+    ASSERT_TRUE(progress && eta);
+    EXPECT_FALSE(progress->isVisible()) << "no job, no progress bar";
+
+    QTest::keyClick(&window, Qt::Key_Return, Qt::ControlModifier);
+    ASSERT_TRUE(window.bridge()->isBusy());
+    EXPECT_EQ(window.currentPage(), ui::MainWindow::Page::Train);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return progress->value() >= 20 && !eta->text().isEmpty(); }, 20'000));
+    EXPECT_TRUE(progress->isVisible());
+    EXPECT_EQ(progress->maximum(), 100'000);
+    // The time left at the recent rate: 2 steps per second of the job's clock.
+    window.bridge()->pause(true); // hold the numbers still while they are read
+    QTest::qWait(100);
+    const int step = progress->value();
+    EXPECT_EQ(eta->text(), QStringLiteral("%1 left").arg(QString::fromStdString(app::formatDuration((100'000 - step) / 2.0))));
+    EXPECT_TRUE(window.findChild<QLabel *>(QStringLiteral("stepLabel"))->text().startsWith(QStringLiteral("Step %1 /").arg(step)));
+    window.bridge()->pause(false);
+
+    QTest::keyClick(&window, Qt::Key_Escape);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.bridge()->isBusy(); }, 20'000));
+    EXPECT_EQ(window.trainPage()->stateText(), QStringLiteral("Cancelled"));
+    EXPECT_FALSE(progress->isVisible());
+    EXPECT_TRUE(eta->text().isEmpty());
+}
+
 // Saves the README's picture of the Train page when TUNEBENCH_SCREENSHOT names a PNG path.
 TEST_F(MainWindowTest, Screenshot)
 {
@@ -327,7 +472,9 @@ TEST_F(MainWindowTest, Screenshot)
     QTest::qWait(100); // one more drain and replot
     const QImage image = m_window->grab().toImage();
     ASSERT_TRUE(image.save(path, "PNG")) << path.toStdString();
-    std::cout << "[          ] saved " << path.toStdString() << " (" << image.width() << "x" << image.height() << ")\n";
+    std::cout << "[          ] saved " << path.toStdString() << " (" << image.width() << "x" << image.height()
+              << "; the window's smallest size " << m_window->minimumSizeHint().width() << "x"
+              << m_window->minimumSizeHint().height() << ")\n";
     click("stopButton");
     ASSERT_TRUE(waitForIdle(60'000));
 }

@@ -1,33 +1,39 @@
 #include "ui/pages/trainpage.h"
 
-#include "engine/core/paths.h"
-
 #include "app/bridge/enginebridge.h"
+#include "app/bridge/runconfig.h"
+#include "app/bridge/traincommandline.h"
 #include "engine/core/error.h"
+#include "engine/core/paths.h"
 #include "engine/core/settings.h"
 #include "engine/core/threads.h"
+#include "engine/infer/inference.h"
+#include "ui/pages/trainsettingsform.h"
 #include "ui/widgets/lossplot.h"
 
-#include <QCheckBox>
+#include <QClipboard>
 #include <QDir>
-#include <QComboBox>
-#include <QDoubleSpinBox>
-#include <QFileDialog>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFileInfo>
 #include <QFontDatabase>
-#include <QFormLayout>
+#include <QGridLayout>
 #include <QGroupBox>
+#include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
 #include <QLocale>
+#include <QMimeData>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTextCursor>
 #include <QTime>
+#include <QUrl>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -38,20 +44,9 @@ namespace ui {
 namespace {
 
 constexpr int kLogBlockLimit = 5000;
+const QString kFormKey = QStringLiteral("TrainPage/form");
 
-/// "0:42", "12:05", "1:02:03".
-QString formatDuration(double seconds)
-{
-    if (!std::isfinite(seconds) || seconds < 0)
-        return QStringLiteral("–");
-    const qint64 total = static_cast<qint64>(std::llround(seconds));
-    const qint64 h = total / 3600;
-    const qint64 m = (total / 60) % 60;
-    const qint64 s = total % 60;
-    if (h > 0)
-        return QStringLiteral("%1:%2:%3").arg(h).arg(m, 2, 10, QLatin1Char('0')).arg(s, 2, 10, QLatin1Char('0'));
-    return QStringLiteral("%1:%2").arg(m).arg(s, 2, 10, QLatin1Char('0'));
-}
+QString formatDuration(double seconds) { return QString::fromStdString(app::formatDuration(seconds)); }
 
 QString formatNumber(double value, int precision = 4)
 {
@@ -72,6 +67,9 @@ QLabel *valueLabel(const QString &objectName, QWidget *parent)
     auto *label = new QLabel(QStringLiteral("–"), parent);
     label->setObjectName(objectName);
     label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    // A long value (the eval loss with its perplexity) must not widen the page: it is cut, not the window.
+    label->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
+    label->setMinimumWidth(label->fontMetrics().horizontalAdvance(QStringLiteral("0,000 tokens/s")));
     return label;
 }
 
@@ -80,14 +78,17 @@ QLabel *valueLabel(const QString &objectName, QWidget *parent)
 TrainPage::TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidget *parent)
     : QWidget(parent), m_bridge(bridge), m_storePath(storePath)
 {
+    setAcceptDrops(true);
+
     auto *left = new QWidget(this);
     auto *leftLayout = new QVBoxLayout(left);
     leftLayout->setContentsMargins(0, 0, 0, 0);
-    leftLayout->addWidget(createSettingsBox());
+    m_form = new TrainSettingsForm(left);
+    m_form->setObjectName(QStringLiteral("trainSettingsForm"));
+    leftLayout->addWidget(m_form);
 
     m_startButton = new QPushButton(tr("&Start"), this);
     m_startButton->setObjectName(QStringLiteral("startButton"));
-    m_startButton->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
     m_startButton->setToolTip(tr("Start training with these settings (Ctrl+Return)"));
     m_startButton->setDefault(true);
     m_pauseButton = new QPushButton(tr("&Pause"), this);
@@ -95,7 +96,7 @@ TrainPage::TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidge
     m_pauseButton->setToolTip(tr("Pause after the current step, or resume"));
     m_stopButton = new QPushButton(tr("S&top"), this);
     m_stopButton->setObjectName(QStringLiteral("stopButton"));
-    m_stopButton->setToolTip(tr("Stop after the current step; the run is kept as cancelled"));
+    m_stopButton->setToolTip(tr("Stop after the current step; the run is kept as cancelled (Esc)"));
     connect(m_startButton, &QPushButton::clicked, this, [this] { start(); });
     connect(m_pauseButton, &QPushButton::clicked, this, &TrainPage::togglePause);
     connect(m_stopButton, &QPushButton::clicked, this, &TrainPage::stop);
@@ -104,11 +105,17 @@ TrainPage::TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidge
     m_previewButton->setToolTip(tr("Read and tokenize the data as this run would and show the counts and first rows "
                                    "in the log (nothing is trained)"));
     connect(m_previewButton, &QPushButton::clicked, this, [this] { previewData(); });
-    auto *buttons = new QHBoxLayout;
-    buttons->addWidget(m_startButton);
-    buttons->addWidget(m_pauseButton);
-    buttons->addWidget(m_stopButton);
-    buttons->addWidget(m_previewButton);
+    m_copyCliButton = new QPushButton(tr("&Copy as CLI Command"), this);
+    m_copyCliButton->setObjectName(QStringLiteral("copyCliButton"));
+    m_copyCliButton->setToolTip(tr("Put the `tunebench train` command with these settings on the clipboard, to run "
+                                   "headless (Ctrl+Shift+C)"));
+    connect(m_copyCliButton, &QPushButton::clicked, this, &TrainPage::copyCommandLine);
+    auto *buttons = new QGridLayout;
+    buttons->addWidget(m_startButton, 0, 0);
+    buttons->addWidget(m_pauseButton, 0, 1);
+    buttons->addWidget(m_stopButton, 0, 2);
+    buttons->addWidget(m_previewButton, 1, 0);
+    buttons->addWidget(m_copyCliButton, 1, 1, 1, 2);
     leftLayout->addLayout(buttons);
     m_inspectButton = new QPushButton(this);
     m_inspectButton->setObjectName(QStringLiteral("inspectStepButton"));
@@ -119,18 +126,21 @@ TrainPage::TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidge
         Q_EMIT inspectStepRequested(m_nonFiniteStep, QDir(m_nonFiniteStep).filePath(QStringLiteral("batch.safetensors")));
     });
     leftLayout->addWidget(m_inspectButton);
+    leftLayout->addStretch(1);
+    left->setMinimumWidth(400);
+    left->setMaximumWidth(480);
 
+    auto *right = new QWidget(this);
+    auto *rightLayout = new QVBoxLayout(right);
+    rightLayout->setContentsMargins(0, 0, 0, 0);
     m_progressBar = new QProgressBar(this);
     m_progressBar->setObjectName(QStringLiteral("progressBar"));
     m_progressBar->setRange(0, 1);
     m_progressBar->setValue(0);
     m_progressBar->setFormat(tr("Not started"));
     m_progressBar->setTextVisible(true);
-    leftLayout->addWidget(m_progressBar);
-    leftLayout->addWidget(createProgressBox());
-    leftLayout->addStretch(1);
-    left->setMinimumWidth(360);
-    left->setMaximumWidth(420);
+    rightLayout->addWidget(m_progressBar);
+    rightLayout->addWidget(createProgressBox());
 
     m_plot = new LossPlot(this);
     m_plot->setObjectName(QStringLiteral("lossPlot"));
@@ -146,21 +156,27 @@ TrainPage::TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidge
     splitter->setObjectName(QStringLiteral("trainSplitter"));
     splitter->addWidget(m_plot);
     splitter->addWidget(m_log);
-    splitter->setStretchFactor(0, 3);
+    splitter->addWidget(createGenerateBox());
+    splitter->setStretchFactor(0, 4);
     splitter->setStretchFactor(1, 1);
+    splitter->setStretchFactor(2, 1);
     splitter->setChildrenCollapsible(false);
+    rightLayout->addWidget(splitter, 1);
 
     auto *layout = new QHBoxLayout(this);
     layout->addWidget(left);
-    layout->addWidget(splitter, 1);
+    layout->addWidget(right, 1);
 
+    connect(m_form, &TrainSettingsForm::settingsChanged, this, &TrainPage::updateControls);
+    connect(m_form, &TrainSettingsForm::statusMessage, this, &TrainPage::statusMessage);
     connect(&m_bridge, &app::EngineBridge::stepMetrics, this, &TrainPage::onStepMetrics);
     connect(&m_bridge, &app::EngineBridge::jobFinished, this, &TrainPage::onJobFinished);
     connect(&m_bridge, &app::EngineBridge::logLine, this, &TrainPage::appendLog);
+    connect(&m_bridge, &app::EngineBridge::busyChanged, this, &TrainPage::updateControls);
     connect(&m_bridge, &app::EngineBridge::previewFinished, this, [this](bool ok, const QString &text) {
-        if (!m_previewing)
+        if (m_job != Job::Preview)
             return;
-        m_previewing = false;
+        m_job = Job::None;
         if (ok) {
             appendLog(engine::LogLevel::Info, tr("Data preview (nothing trained):\n%1").arg(text.trimmed()));
             Q_EMIT statusMessage(tr("Data preview in the log"), 5000);
@@ -170,8 +186,15 @@ TrainPage::TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidge
         }
         updateControls();
     });
+    connect(&m_bridge, &app::EngineBridge::generatedText, this, [this](const QString &piece) {
+        if (m_job != Job::Generation)
+            return;
+        m_generateOutput->moveCursor(QTextCursor::End);
+        m_generateOutput->insertPlainText(piece);
+    });
+    connect(&m_bridge, &app::EngineBridge::generationFinished, this, &TrainPage::onGenerationFinished);
     connect(&m_bridge, &app::EngineBridge::jobStarted, this, [this] {
-        if (!m_bridge.isCancelling())
+        if (m_job == Job::Training && !m_bridge.isCancelling())
             setState(m_bridge.isPaused() ? tr("Paused") : tr("Running"));
     });
     connect(&m_bridge, &app::EngineBridge::runCreated, this, [this](qint64 runId, const QString &storePath) {
@@ -179,11 +202,12 @@ TrainPage::TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidge
         m_runValue->setToolTip(tr("Recorded in %1").arg(QDir::toNativeSeparators(storePath)));
     });
     connect(&m_bridge, &app::EngineBridge::pausedChanged, this, [this](bool paused) {
-        if (m_bridge.isBusy() && !m_bridge.isCancelling())
+        if (m_job == Job::Training && m_bridge.isBusy() && !m_bridge.isCancelling())
             setState(paused ? tr("Paused") : tr("Running"));
         updateControls();
     });
 
+    m_form->setThreads(std::min(defaultThreads(), engine::hardwareThreads()));
     loadFields();
     m_stateText = tr("Idle");
     updateControls();
@@ -191,180 +215,10 @@ TrainPage::TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidge
 
 TrainPage::~TrainPage() { saveFields(); }
 
-void TrainPage::useDemoCorpus() { m_corpusEdit->clear(); }
-
-void TrainPage::useDemo()
-{
-    m_modelEdit->setText(QString::fromStdString(engine::demoBaseModelPath().string()));
-    m_corpusEdit->setText(QString::fromStdString(engine::demoFineTuneCorpusPath().string()));
-    m_methodCombo->setCurrentIndex(m_methodCombo->findData(QStringLiteral("lora")));
-    m_loraRankSpin->setValue(16);
-    m_loraTargetsEdit->setText(QStringLiteral("q_proj,k_proj,v_proj,o_proj"));
-    m_stepsSpin->setValue(200);
-    m_lrSpin->setValue(0.003);
-    m_valFractionSpin->setValue(0.05);
-    m_sampleEdit->setText(QStringLiteral("A hacker is"));
-}
-
-void TrainPage::usePlan(const QString &modelPath, const engine::plan::Plan &plan)
-{
-    m_placementModel = modelPath.trimmed();
-    m_modelEdit->setText(m_placementModel);
-    m_placement = plan.placements();
-    QStringList devices;
-    for (const auto &usage : plan.usage) {
-        if (usage.memory.weights > 0)
-            devices << QString::fromStdString(usage.device.torchDevice());
-    }
-    m_placementLabel->setText(tr("Device map from the Plan page: %n entries over %1.", nullptr, int(m_placement.size()))
-                                  .arg(devices.join(QStringLiteral(", "))));
-    m_placementLabel->show();
-}
-
-QWidget *TrainPage::createSettingsBox()
-{
-    auto *box = new QGroupBox(tr("Settings"), this);
-    auto *form = new QFormLayout(box);
-
-    m_modelEdit = new QLineEdit(box);
-    m_modelEdit->setObjectName(QStringLiteral("modelEdit"));
-    m_modelEdit->setPlaceholderText(tr("Built-in demo model (LLaMA, 2 M parameters)"));
-    m_modelEdit->setClearButtonEnabled(true);
-    m_modelEdit->setToolTip(tr("A model folder (config.json, with weights to fine-tune) or a config.json; "
-                               "leave empty for the demo model"));
-    auto *modelLabel = new QLabel(tr("&Model:"), box);
-    modelLabel->setBuddy(m_modelEdit);
-    form->addRow(modelLabel);
-    form->addRow(m_modelEdit);
-    m_placementLabel = new QLabel(box);
-    m_placementLabel->setObjectName(QStringLiteral("placementLabel"));
-    m_placementLabel->setWordWrap(true);
-    m_placementLabel->hide();
-    form->addRow(m_placementLabel);
-    connect(m_modelEdit, &QLineEdit::textChanged, this, [this](const QString &text) {
-        // A plan belongs to its model: editing the model drops it.
-        if (!m_placement.empty() && text.trimmed() != m_placementModel) {
-            m_placement.clear();
-            m_placementLabel->hide();
-        }
-    });
-
-    m_corpusEdit = new QLineEdit(box);
-    m_corpusEdit->setObjectName(QStringLiteral("corpusEdit"));
-    m_corpusEdit->setPlaceholderText(tr("Bundled demo corpus (Moby-Dick)"));
-    m_corpusEdit->setClearButtonEnabled(true);
-    m_corpusEdit->setToolTip(tr("A UTF-8 text file to train on; leave empty for the bundled demo corpus"));
-    m_browseButton = new QPushButton(tr("&Browse…"), box);
-    m_browseButton->setObjectName(QStringLiteral("browseButton"));
-    connect(m_browseButton, &QPushButton::clicked, this, &TrainPage::browseCorpus);
-    auto *corpusRow = new QHBoxLayout;
-    corpusRow->addWidget(m_corpusEdit, 1);
-    corpusRow->addWidget(m_browseButton);
-    auto *corpusLabel = new QLabel(tr("&Corpus:"), box);
-    corpusLabel->setBuddy(m_corpusEdit);
-    // The corpus gets the whole width: paths are long.
-    form->addRow(corpusLabel);
-    form->addRow(corpusRow);
-
-    m_stepsSpin = new QSpinBox(box);
-    m_stepsSpin->setObjectName(QStringLiteral("stepsSpin"));
-    m_stepsSpin->setRange(1, 1'000'000);
-    m_stepsSpin->setValue(300);
-    m_stepsSpin->setToolTip(tr("Optimizer steps to run"));
-    form->addRow(tr("S&teps:"), m_stepsSpin);
-
-    m_lrSpin = new QDoubleSpinBox(box);
-    m_lrSpin->setObjectName(QStringLiteral("lrSpin"));
-    m_lrSpin->setDecimals(5);
-    m_lrSpin->setRange(0, 1);
-    m_lrSpin->setSingleStep(0.0005);
-    m_lrSpin->setValue(0.003);
-    m_lrSpin->setToolTip(tr("Peak learning rate of AdamW (warmup, then cosine decay)"));
-    form->addRow(tr("&Learning rate:"), m_lrSpin);
-
-    m_batchSpin = new QSpinBox(box);
-    m_batchSpin->setObjectName(QStringLiteral("batchSpin"));
-    m_batchSpin->setRange(1, 4096);
-    m_batchSpin->setValue(8);
-    m_batchSpin->setToolTip(tr("Sequences per optimizer step"));
-    form->addRow(tr("&Batch size:"), m_batchSpin);
-
-    m_seqLenSpin = new QSpinBox(box);
-    m_seqLenSpin->setObjectName(QStringLiteral("seqLenSpin"));
-    m_seqLenSpin->setRange(2, 65536);
-    m_seqLenSpin->setSingleStep(16);
-    m_seqLenSpin->setValue(128);
-    m_seqLenSpin->setSuffix(tr(" tokens"));
-    m_seqLenSpin->setToolTip(tr("Tokens per training sequence"));
-    form->addRow(tr("Se&quence length:"), m_seqLenSpin);
-
-    m_threadsSpin = new QSpinBox(box);
-    m_threadsSpin->setObjectName(QStringLiteral("threadsSpin"));
-    m_threadsSpin->setRange(1, engine::hardwareThreads());
-    m_threadsSpin->setValue(std::min(defaultThreads(), engine::hardwareThreads()));
-    m_threadsSpin->setToolTip(tr("CPU threads for the math (this machine has %1)").arg(engine::hardwareThreads()));
-    form->addRow(tr("T&hreads:"), m_threadsSpin);
-
-    m_methodCombo = new QComboBox(box);
-    m_methodCombo->setObjectName(QStringLiteral("methodCombo"));
-    m_methodCombo->addItem(tr("Full fine-tuning"), QStringLiteral("full"));
-    m_methodCombo->addItem(tr("LoRA (adapters on a frozen base)"), QStringLiteral("lora"));
-    m_methodCombo->setToolTip(tr("LoRA trains small adapters and needs a model folder with weights"));
-    form->addRow(tr("M&ethod:"), m_methodCombo);
-    m_loraRankSpin = new QSpinBox(box);
-    m_loraRankSpin->setObjectName(QStringLiteral("loraRankSpin"));
-    m_loraRankSpin->setRange(1, 1024);
-    m_loraRankSpin->setValue(8);
-    m_loraRankSpin->setToolTip(tr("LoRA rank r; alpha is 2 r (scale 2)"));
-    form->addRow(tr("LoRA &rank:"), m_loraRankSpin);
-    m_loraTargetsEdit = new QLineEdit(QStringLiteral("q_proj,v_proj"), box);
-    m_loraTargetsEdit->setObjectName(QStringLiteral("loraTargetsEdit"));
-    m_loraTargetsEdit->setToolTip(tr("Modules to adapt: names as PEFT matches them (q_proj,v_proj) or a regex over the full "
-                                     "module name"));
-    form->addRow(tr("LoRA tar&gets:"), m_loraTargetsEdit);
-    connect(m_methodCombo, &QComboBox::currentIndexChanged, this, [this] { updateControls(); });
-
-    m_valFractionSpin = new QDoubleSpinBox(box);
-    m_valFractionSpin->setObjectName(QStringLiteral("valFractionSpin"));
-    m_valFractionSpin->setRange(0, 0.5);
-    m_valFractionSpin->setSingleStep(0.05);
-    m_valFractionSpin->setDecimals(2);
-    m_valFractionSpin->setValue(0.05);
-    m_valFractionSpin->setToolTip(tr("Fraction of the data held out for eval loss and perplexity (0 = none); evaluated "
-                                     "ten times per run"));
-    form->addRow(tr("&Validation:"), m_valFractionSpin);
-    m_saveEverySpin = new QSpinBox(box);
-    m_saveEverySpin->setObjectName(QStringLiteral("saveEverySpin"));
-    m_saveEverySpin->setRange(0, 1'000'000);
-    m_saveEverySpin->setValue(0);
-    m_saveEverySpin->setSpecialValueText(tr("at stop only"));
-    m_saveEverySpin->setToolTip(tr("A checkpoint every N steps (one is always written when the run stops); "
-                                   "continue with tunebench train --resume RUN"));
-    form->addRow(tr("Check&points:"), m_saveEverySpin);
-    m_sampleEdit = new QLineEdit(box);
-    m_sampleEdit->setObjectName(QStringLiteral("sampleEdit"));
-    m_sampleEdit->setPlaceholderText(tr("No sample"));
-    m_sampleEdit->setToolTip(tr("A prompt: the log shows its greedy continuation before and after training"));
-    form->addRow(tr("Sam&ple prompt:"), m_sampleEdit);
-    m_precisionCombo = new QComboBox(box);
-    m_precisionCombo->setObjectName(QStringLiteral("precisionCombo"));
-    m_precisionCombo->addItem(tr("fp32"), QStringLiteral("fp32"));
-    m_precisionCombo->addItem(tr("bf16 (autocast)"), QStringLiteral("bf16"));
-    m_precisionCombo->addItem(tr("fp16 (autocast, loss scaling; CUDA)"), QStringLiteral("fp16"));
-    m_precisionCombo->setToolTip(tr("The arithmetic of forward and backward; weights and optimizer state stay fp32"));
-    form->addRow(tr("Prec&ision:"), m_precisionCombo);
-    m_checkpointingCheck = new QCheckBox(tr("Gradient checkpointing"), box);
-    m_checkpointingCheck->setObjectName(QStringLiteral("checkpointingCheck"));
-    m_checkpointingCheck->setToolTip(tr("Recompute each decoder layer in backward instead of keeping its activations: "
-                                        "less memory, about a third more compute"));
-    form->addRow(QString(), m_checkpointingCheck);
-    return box;
-}
-
 QWidget *TrainPage::createProgressBox()
 {
     auto *box = new QGroupBox(tr("Current step"), this);
-    auto *form = new QFormLayout(box);
+    auto *grid = new QGridLayout(box);
     m_lossValue = valueLabel(QStringLiteral("lossValue"), box);
     m_smoothedValue = valueLabel(QStringLiteral("smoothedLossValue"), box);
     m_lrValue = valueLabel(QStringLiteral("lrValue"), box);
@@ -372,61 +226,191 @@ QWidget *TrainPage::createProgressBox()
     m_speedValue = valueLabel(QStringLiteral("speedValue"), box);
     m_elapsedValue = valueLabel(QStringLiteral("elapsedValue"), box);
     m_runValue = valueLabel(QStringLiteral("runValue"), box);
-    form->addRow(tr("Loss:"), m_lossValue);
-    form->addRow(tr("Smoothed loss:"), m_smoothedValue);
-    form->addRow(tr("Learning rate:"), m_lrValue);
-    form->addRow(tr("Gradient norm:"), m_gradNormValue);
-    form->addRow(tr("Speed:"), m_speedValue);
-    form->addRow(tr("Elapsed:"), m_elapsedValue);
-    form->addRow(tr("Run:"), m_runValue);
     m_evalValue = valueLabel(QStringLiteral("evalValue"), box);
-    form->addRow(tr("Eval loss:"), m_evalValue);
     m_memoryValue = valueLabel(QStringLiteral("memoryValue"), box);
     m_memoryValue->setToolTip(tr("Peak memory of the last step: the process's resident memory, and the GPUs' allocations"));
-    form->addRow(tr("Memory:"), m_memoryValue);
+    const QList<std::pair<QString, QLabel *>> cells = {
+        {tr("Loss:"), m_lossValue},         {tr("Smoothed:"), m_smoothedValue}, {tr("Learning rate:"), m_lrValue},
+        {tr("Gradient norm:"), m_gradNormValue}, {tr("Speed:"), m_speedValue},  {tr("Elapsed:"), m_elapsedValue},
+        {tr("Run:"), m_runValue},           {tr("Memory:"), m_memoryValue},     {tr("Eval loss:"), m_evalValue},
+    };
+    for (int i = 0; i < cells.size(); ++i) {
+        const int row = i / 3;
+        const int column = (i % 3) * 2;
+        auto *label = new QLabel(cells[i].first, box);
+        grid->addWidget(label, row, column, Qt::AlignRight);
+        grid->addWidget(cells[i].second, row, column + 1);
+    }
+    for (int column : {1, 3, 5})
+        grid->setColumnStretch(column, 1);
     return box;
 }
 
+QWidget *TrainPage::createGenerateBox()
+{
+    auto *box = new QGroupBox(tr("Try the trained model"), this);
+    box->setObjectName(QStringLiteral("generateBox"));
+    auto *layout = new QVBoxLayout(box);
+    m_generateModelLabel = new QLabel(tr("Train a run that saves its model or adapter, then generate text with it here."), box);
+    m_generateModelLabel->setObjectName(QStringLiteral("generateModelLabel"));
+    m_generateModelLabel->setWordWrap(true);
+    layout->addWidget(m_generateModelLabel);
+    auto *row = new QHBoxLayout;
+    m_promptEdit = new QLineEdit(box);
+    m_promptEdit->setObjectName(QStringLiteral("generatePromptEdit"));
+    m_promptEdit->setPlaceholderText(tr("Prompt"));
+    m_promptEdit->setClearButtonEnabled(true);
+    connect(m_promptEdit, &QLineEdit::returnPressed, this, [this] { generate(); });
+    connect(m_promptEdit, &QLineEdit::textChanged, this, &TrainPage::updateControls);
+    m_newTokensSpin = new QSpinBox(box);
+    m_newTokensSpin->setObjectName(QStringLiteral("generateTokensSpin"));
+    m_newTokensSpin->setRange(1, 4096);
+    m_newTokensSpin->setValue(64);
+    m_newTokensSpin->setSuffix(tr(" tokens"));
+    m_newTokensSpin->setToolTip(tr("The most new tokens to generate (greedy)"));
+    m_generateButton = new QPushButton(tr("&Generate"), box);
+    m_generateButton->setObjectName(QStringLiteral("generateButton"));
+    connect(m_generateButton, &QPushButton::clicked, this, [this] { generate(); });
+    row->addWidget(m_promptEdit, 1);
+    row->addWidget(m_newTokensSpin);
+    row->addWidget(m_generateButton);
+    layout->addLayout(row);
+    m_generateOutput = new QPlainTextEdit(box);
+    m_generateOutput->setObjectName(QStringLiteral("generateOutput"));
+    m_generateOutput->setReadOnly(true);
+    m_generateOutput->setPlaceholderText(tr("The generated text appears here."));
+    layout->addWidget(m_generateOutput, 1);
+    return box;
+}
+
+void TrainPage::useDemoCorpus() { m_form->setCorpusPath({}); }
+
+void TrainPage::useDemo()
+{
+    engine::train::TrainingParams p = m_form->params();
+    p.modelPath = engine::demoBaseModelPath().string();
+    p.dataPath = engine::demoFineTuneCorpusPath().string();
+    p.method = engine::train::TrainingMethod::Lora;
+    p.lora.r = 16;
+    p.lora.alpha = 32;
+    p.lora.setTargetsFromText("q_proj,k_proj,v_proj,o_proj");
+    p.steps = 200;
+    p.learningRate = 0.003;
+    p.valFraction = 0.05;
+    p.evalDataPath.clear();
+    p.evalEvery = 25;
+    p.samplePrompt = "A hacker is";
+    m_form->setParams(p);
+}
+
+void TrainPage::usePlan(const QString &modelPath, const engine::plan::Plan &plan)
+{
+    m_form->setModelPath(modelPath.trimmed());
+    QStringList devices;
+    for (const auto &usage : plan.usage) {
+        if (usage.memory.weights > 0)
+            devices << QString::fromStdString(usage.device.torchDevice());
+    }
+    const auto placement = plan.placements();
+    m_form->setPlacement(modelPath, placement,
+                         tr("Device map from the Plan page: %n entries over %1.", nullptr, int(placement.size()))
+                             .arg(devices.join(QStringLiteral(", "))));
+}
+
+bool TrainPage::applyRunConfig(const QString &configJson)
+{
+    engine::train::TrainingParams current = m_form->params();
+    engine::train::TrainingParams cloned;
+    QString error;
+    if (!app::readTrainingSettings(configJson, current, &cloned, &error)) {
+        appendLog(engine::LogLevel::Error, tr("Cannot clone the run's settings: %1").arg(error));
+        Q_EMIT statusMessage(tr("Cannot clone the run's settings: %1").arg(error), 15000);
+        return false;
+    }
+    cloned.runName = current.runName;     // a new run gets its own name
+    cloned.outputDir = current.outputDir; // and never writes into the cloned run's folder
+    m_form->setParams(cloned);
+    Q_EMIT statusMessage(tr("Settings of the stored run; change what you like and start"), 8000);
+    return true;
+}
+
+void TrainPage::setModelPath(const QString &path) { m_form->setModelPath(path); }
+
+void TrainPage::setThreads(int threads) { m_form->setThreads(threads); }
+
+bool TrainPage::settingsValid() const { return m_form->isValid(); }
+
 engine::train::TrainingParams TrainPage::params() const
 {
-    engine::train::TrainingParams params;
-    params.modelPath = m_modelEdit->text().trimmed().toStdString();
-    params.devicePlacement = m_placement;
-    params.dataPath = m_corpusEdit->text().trimmed().toStdString();
-    params.storePath = m_storePath.toStdString();
-    params.steps = m_stepsSpin->value();
-    params.learningRate = m_lrSpin->value();
-    params.batchSize = m_batchSpin->value();
-    params.sequenceLength = m_seqLenSpin->value();
-    params.threads = m_threadsSpin->value();
-    if (m_methodCombo->currentData().toString() == QStringLiteral("lora")) {
-        params.method = engine::train::TrainingMethod::Lora;
-        params.lora.r = m_loraRankSpin->value();
-        params.lora.alpha = 2.0 * m_loraRankSpin->value();
-        params.lora.setTargetsFromText(m_loraTargetsEdit->text().trimmed().toStdString());
+    engine::train::TrainingParams p = m_form->params();
+    p.storePath = m_storePath.toStdString();
+    return p;
+}
+
+QStringList TrainPage::commandLineWords() const
+{
+    const engine::train::TrainingParams p = params();
+    // A given device map travels as a file (--device-map FILE); without one the command names a placeholder.
+    const QString mapFile = p.devicePlacement.empty() ? QString() : app::writeDeviceMapFile(p.devicePlacement);
+    return app::trainCommandLine(p, mapFile);
+}
+
+QString TrainPage::commandLine() const { return app::shellCommand(commandLineWords()); }
+
+void TrainPage::copyCommandLine()
+{
+    const QString command = commandLine();
+    QGuiApplication::clipboard()->setText(command);
+    appendLog(engine::LogLevel::Info, tr("Copied to the clipboard: %1").arg(command));
+    Q_EMIT statusMessage(m_form->isValid() ? tr("Command copied to the clipboard")
+                                           : tr("Command copied to the clipboard; the settings are not valid yet: %1")
+                                                 .arg(m_form->problem()),
+                         8000);
+}
+
+QString TrainPage::modelFolderOf(const QMimeData *mime)
+{
+    if (!mime || !mime->hasUrls())
+        return {};
+    for (const QUrl &url : mime->urls()) {
+        if (!url.isLocalFile())
+            continue;
+        const QFileInfo info(url.toLocalFile());
+        if (info.isDir())
+            return info.absoluteFilePath();
+        if (info.isFile() && info.fileName() == QStringLiteral("config.json"))
+            return info.absolutePath();
     }
-    params.valFraction = m_valFractionSpin->value();
-    params.evalEvery = params.valFraction > 0 ? std::max<int64_t>(1, params.steps / 10) : 0;
-    params.evalBatches = 16; // a held-out slice of a large corpus would otherwise cost more than the training
-    params.saveEvery = m_saveEverySpin->value();
-    params.samplePrompt = m_sampleEdit->text().toStdString();
-    const QString precision = m_precisionCombo->currentData().toString();
-    params.precision = precision == QStringLiteral("bf16")   ? engine::train::Precision::Bf16
-                       : precision == QStringLiteral("fp16") ? engine::train::Precision::Fp16
-                                                             : engine::train::Precision::Fp32;
-    params.gradientCheckpointing = m_checkpointingCheck->isChecked();
-    return params;
+    return {};
+}
+
+void TrainPage::dragEnterEvent(QDragEnterEvent *event)
+{
+    if (!m_bridge.isBusy() && !modelFolderOf(event->mimeData()).isEmpty())
+        event->acceptProposedAction();
+    else
+        event->ignore();
+}
+
+void TrainPage::dropEvent(QDropEvent *event)
+{
+    const QString folder = modelFolderOf(event->mimeData());
+    if (folder.isEmpty() || m_bridge.isBusy())
+        return;
+    setModelPath(folder);
+    event->acceptProposedAction();
+    Q_EMIT statusMessage(tr("Model: %1").arg(QDir::toNativeSeparators(folder)), 5000);
 }
 
 bool TrainPage::previewData()
 {
-    QString error;
-    if (!m_bridge.startPreview(params(), &error)) {
+    QString error = m_form->problem();
+    if (!error.isEmpty() || !m_bridge.startPreview(params(), &error)) {
         appendLog(engine::LogLevel::Error, tr("Cannot preview the data: %1").arg(error));
         Q_EMIT statusMessage(tr("Cannot preview the data: %1").arg(error), 15000);
         return false;
     }
-    m_previewing = true;
+    m_job = Job::Preview;
     appendLog(engine::LogLevel::Info, tr("Reading and tokenizing the data…"));
     updateControls();
     return true;
@@ -435,20 +419,20 @@ bool TrainPage::previewData()
 bool TrainPage::start()
 {
     const engine::train::TrainingParams p = params();
-    QString error;
-    const QString corpus = m_corpusEdit->text().trimmed();
-    if (!corpus.isEmpty() && !QFileInfo(corpus).isFile())
-        error = tr("Corpus: the file %1 does not exist.").arg(QDir::toNativeSeparators(corpus));
-    else if (!corpus.isEmpty() && !QFileInfo(corpus).isReadable())
-        error = tr("Corpus: the file %1 cannot be read.").arg(QDir::toNativeSeparators(corpus));
+    QString error = m_form->problem();
     if (!error.isEmpty() || !m_bridge.startTraining(p, &error)) {
         appendLog(engine::LogLevel::Error, tr("Cannot start: %1").arg(error));
         Q_EMIT statusMessage(tr("Cannot start: %1").arg(error), 15000);
         return false;
     }
 
+    m_job = Job::Training;
     saveFields();
+    if (!p.modelPath.empty())
+        m_form->addRecentModel(QString::fromStdString(p.modelPath));
+    m_runBaseModel = QString::fromStdString(p.modelPath);
     m_totalSteps = p.steps;
+    m_rate.reset();
     m_plot->clear();
     m_plot->setTotalSteps(p.steps);
     m_progressBar->setRange(0, static_cast<int>(p.steps));
@@ -459,6 +443,7 @@ bool TrainPage::start()
         label->setText(QStringLiteral("–"));
     m_nonFiniteStep.clear();
     m_inspectButton->hide();
+    const QString corpus = QString::fromStdString(p.dataPath);
     appendLog(engine::LogLevel::Info,
               tr("Starting: %1 steps, batch %2 × %3 tokens, learning rate %4, %5 threads, on %6")
                   .arg(p.steps)
@@ -468,14 +453,14 @@ bool TrainPage::start()
                   .arg(p.threads)
                   .arg(corpus.isEmpty() ? tr("the bundled demo corpus") : QDir::toNativeSeparators(corpus)));
     setState(tr("Starting"));
-    Q_EMIT progressChanged(0, m_totalSteps, 0);
+    Q_EMIT progressChanged(0, m_totalSteps, 0, -1);
     updateControls();
     return true;
 }
 
 void TrainPage::togglePause()
 {
-    if (!m_bridge.isBusy())
+    if (!m_bridge.isBusy() || m_job != Job::Training)
         return;
     const bool pause = !m_bridge.isPaused();
     m_bridge.pause(pause);
@@ -484,11 +469,49 @@ void TrainPage::togglePause()
 
 void TrainPage::stop()
 {
-    if (!m_bridge.isBusy() || m_bridge.isCancelling())
+    if (!m_bridge.isBusy() || m_bridge.isCancelling() || m_job == Job::None)
         return;
     m_bridge.cancel();
-    appendLog(engine::LogLevel::Info, tr("Stopping after the current step…"));
-    setState(tr("Stopping"));
+    if (m_job == Job::Training) {
+        appendLog(engine::LogLevel::Info, tr("Stopping after the current step…"));
+        setState(tr("Stopping"));
+    }
+    updateControls();
+}
+
+bool TrainPage::generate()
+{
+    engine::infer::GenerateRequest request;
+    request.modelPath = m_trainedModel.toStdString();
+    request.adapterPath = m_trainedAdapter.toStdString();
+    request.prompt = m_promptEdit->text().toStdString();
+    request.maxNewTokens = m_newTokensSpin->value();
+    request.threads = m_form->params().threads;
+    QString error;
+    if (!m_bridge.startGeneration(request, &error)) {
+        m_generateOutput->setPlainText(error);
+        Q_EMIT statusMessage(error, 10000);
+        return false;
+    }
+    m_job = Job::Generation;
+    m_generateOutput->setPlainText(m_promptEdit->text());
+    updateControls();
+    return true;
+}
+
+void TrainPage::onGenerationFinished(bool ok, const QString &textOrError, const QString &stopReason)
+{
+    if (m_job != Job::Generation)
+        return;
+    m_job = Job::None;
+    if (ok) {
+        // The streamed pieces are the text; set it whole once more in case a piece was missed.
+        m_generateOutput->setPlainText(m_promptEdit->text() + textOrError);
+        Q_EMIT statusMessage(tr("Generated (%1)").arg(stopReason), 5000);
+    } else {
+        m_generateOutput->setPlainText(tr("Cannot generate: %1").arg(textOrError));
+        Q_EMIT statusMessage(tr("Cannot generate: %1").arg(textOrError), 15000);
+    }
     updateControls();
 }
 
@@ -502,11 +525,13 @@ void TrainPage::appendLog(engine::LogLevel level, const QString &text)
 
 void TrainPage::onStepMetrics(const QList<engine::train::StepMetrics> &batch)
 {
-    if (batch.isEmpty())
+    if (batch.isEmpty() || m_job != Job::Training)
         return;
     for (const engine::train::StepMetrics &m : batch) {
-        if (m.step > 0) // step 0 carries only the eval loss before training
+        if (m.step > 0) { // step 0 carries only the eval loss before training
             m_plot->addPoint(static_cast<double>(m.step), m.loss);
+            m_rate.add(m.step, m.wallSeconds);
+        }
         if (m.evaluated)
             m_plot->addEvalPoint(static_cast<double>(m.step), m.evalLoss);
     }
@@ -517,9 +542,10 @@ void TrainPage::onStepMetrics(const QList<engine::train::StepMetrics> &batch)
         m_totalSteps = last.totalSteps;
         m_plot->setTotalSteps(m_totalSteps);
     }
+    const double eta = m_rate.etaSeconds(m_totalSteps);
     m_progressBar->setRange(0, static_cast<int>(std::max<qint64>(m_totalSteps, 1)));
     m_progressBar->setValue(static_cast<int>(std::min<qint64>(last.step, m_totalSteps)));
-    m_progressBar->setFormat(tr("Step %1 of %2 · %3 left").arg(last.step).arg(m_totalSteps).arg(formatDuration(last.etaSeconds)));
+    m_progressBar->setFormat(tr("Step %1 of %2 · %3 left").arg(last.step).arg(m_totalSteps).arg(formatDuration(eta)));
 
     m_lossValue->setText(formatNumber(m_plot->lastRawLoss()));
     m_smoothedValue->setText(formatNumber(m_plot->lastSmoothedLoss()));
@@ -537,13 +563,23 @@ void TrainPage::onStepMetrics(const QList<engine::train::StepMetrics> &batch)
     }
     for (const engine::train::StepMetrics &m : batch) {
         if (m.evaluated)
-            m_evalValue->setText(tr("%1 (perplexity %2) at step %3").arg(formatNumber(m.evalLoss)).arg(formatNumber(m.evalPerplexity, 4)).arg(m.step));
+        {
+            m_evalValue->setText(tr("%1 (perplexity %2) at step %3")
+                                     .arg(formatNumber(m.evalLoss), formatNumber(m.evalPerplexity, 4))
+                                     .arg(m.step));
+            m_evalValue->setToolTip(tr("Eval loss %1, perplexity %2, at step %3")
+                                        .arg(formatNumber(m.evalLoss), formatNumber(m.evalPerplexity, 4))
+                                        .arg(m.step));
+        }
     }
-    Q_EMIT progressChanged(last.step, m_totalSteps, last.tokensPerSecond);
+    Q_EMIT progressChanged(last.step, m_totalSteps, last.tokensPerSecond, eta);
 }
 
 void TrainPage::onJobFinished(const app::JobOutcome &outcome)
 {
+    if (m_job != Job::Training)
+        return;
+    m_job = Job::None;
     const QString run = outcome.runId > 0 ? tr(" (run #%1)").arg(outcome.runId) : QString();
     switch (outcome.status) {
     case engine::JobStatus::Succeeded:
@@ -584,6 +620,19 @@ void TrainPage::onJobFinished(const app::JobOutcome &outcome)
         }
         break;
     }
+
+    // What the run saved is what the generate box uses.
+    if (!outcome.modelPath.isEmpty()) {
+        m_trainedModel = outcome.modelPath;
+        m_trainedAdapter.clear();
+        m_generateModelLabel->setText(tr("With the model of run #%1 (%2)").arg(outcome.runId).arg(QDir::toNativeSeparators(m_trainedModel)));
+    } else if (!outcome.adapterPath.isEmpty() && !m_runBaseModel.isEmpty()) {
+        m_trainedModel = m_runBaseModel;
+        m_trainedAdapter = outcome.adapterPath;
+        m_generateModelLabel->setText(tr("With the adapter of run #%1 on %2").arg(outcome.runId).arg(QDir::toNativeSeparators(m_trainedModel)));
+    }
+    if (!m_trainedModel.isEmpty() && m_promptEdit->text().isEmpty())
+        m_promptEdit->setText(QString::fromStdString(m_form->params().samplePrompt));
     updateControls();
 }
 
@@ -591,19 +640,19 @@ void TrainPage::updateControls()
 {
     const bool busy = m_bridge.isBusy();
     const bool cancelling = m_bridge.isCancelling();
-    m_startButton->setEnabled(!busy);
-    m_previewButton->setEnabled(!busy);
-    m_pauseButton->setEnabled(busy && !cancelling);
-    m_stopButton->setEnabled(busy && !cancelling);
+    const bool training = busy && m_job == Job::Training;
+    const bool valid = m_form->isValid();
+    m_startButton->setEnabled(!busy && valid);
+    m_startButton->setToolTip(valid ? tr("Start training with these settings (Ctrl+Return)") : m_form->problem());
+    m_previewButton->setEnabled(!busy && valid);
+    m_pauseButton->setEnabled(training && !cancelling);
+    m_stopButton->setEnabled(busy && !cancelling && m_job != Job::None);
     m_pauseButton->setText(m_bridge.isPaused() ? tr("&Resume") : tr("&Pause"));
-    for (QWidget *field : std::initializer_list<QWidget *>{m_modelEdit, m_corpusEdit, m_browseButton, m_stepsSpin, m_lrSpin,
-                                                           m_batchSpin, m_seqLenSpin, m_threadsSpin, m_methodCombo,
-                                                           m_valFractionSpin, m_saveEverySpin, m_sampleEdit,
-                                                           m_precisionCombo, m_checkpointingCheck})
-        field->setEnabled(!busy);
-    const bool lora = m_methodCombo->currentData().toString() == QStringLiteral("lora");
-    m_loraRankSpin->setEnabled(!busy && lora);
-    m_loraTargetsEdit->setEnabled(!busy && lora);
+    m_form->setLocked(busy);
+    const bool canGenerate = !m_trainedModel.isEmpty();
+    m_promptEdit->setEnabled(canGenerate);
+    m_newTokensSpin->setEnabled(canGenerate && !busy);
+    m_generateButton->setEnabled(canGenerate && !busy && !m_promptEdit->text().isEmpty());
 }
 
 void TrainPage::setState(const QString &state)
@@ -614,39 +663,26 @@ void TrainPage::setState(const QString &state)
     Q_EMIT stateChanged(state);
 }
 
-void TrainPage::browseCorpus()
-{
-    const QString start = m_corpusEdit->text().isEmpty() ? QDir::homePath() : QFileInfo(m_corpusEdit->text()).absolutePath();
-    const QString file = QFileDialog::getOpenFileName(this, tr("Choose a Text Corpus"), start,
-                                                      tr("Text files (*.txt);;All files (*)"));
-    if (!file.isEmpty())
-        m_corpusEdit->setText(file);
-}
-
 void TrainPage::loadFields()
 {
     QSettings settings;
-    settings.beginGroup(QStringLiteral("TrainPage"));
-    m_modelEdit->setText(settings.value(QStringLiteral("model"), m_modelEdit->text()).toString());
-    m_corpusEdit->setText(settings.value(QStringLiteral("corpus"), m_corpusEdit->text()).toString());
-    m_stepsSpin->setValue(settings.value(QStringLiteral("steps"), m_stepsSpin->value()).toInt());
-    m_lrSpin->setValue(settings.value(QStringLiteral("learningRate"), m_lrSpin->value()).toDouble());
-    m_batchSpin->setValue(settings.value(QStringLiteral("batchSize"), m_batchSpin->value()).toInt());
-    m_seqLenSpin->setValue(settings.value(QStringLiteral("sequenceLength"), m_seqLenSpin->value()).toInt());
-    m_threadsSpin->setValue(settings.value(QStringLiteral("threads"), m_threadsSpin->value()).toInt());
+    engine::train::TrainingParams p = m_form->params();
+    const QString form = settings.value(kFormKey).toString();
+    QString error;
+    if (!form.isEmpty() && app::readTrainingSettings(form, p, &p, &error)) {
+        p.threads = m_form->params().threads; // threads come from the preferences, not the last run
+        m_form->setParams(p);
+        return;
+    }
+    if (!error.isEmpty())
+        appendLog(engine::LogLevel::Warning, tr("The last session's settings are ignored: %1").arg(error));
 }
 
 void TrainPage::saveFields() const
 {
-    QSettings settings;
-    settings.beginGroup(QStringLiteral("TrainPage"));
-    settings.setValue(QStringLiteral("model"), m_modelEdit->text());
-    settings.setValue(QStringLiteral("corpus"), m_corpusEdit->text());
-    settings.setValue(QStringLiteral("steps"), m_stepsSpin->value());
-    settings.setValue(QStringLiteral("learningRate"), m_lrSpin->value());
-    settings.setValue(QStringLiteral("batchSize"), m_batchSpin->value());
-    settings.setValue(QStringLiteral("sequenceLength"), m_seqLenSpin->value());
-    settings.setValue(QStringLiteral("threads"), m_threadsSpin->value());
+    const QString form = app::settingsJson(m_form->params(), app::SettingsScope::Form);
+    if (!form.isEmpty())
+        QSettings().setValue(kFormKey, form);
 }
 
 } // namespace ui

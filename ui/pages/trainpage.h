@@ -1,7 +1,10 @@
 #pragma once
-// The Train page: the demo's settings, run controls, progress, the live loss curve and a log.
+// The Train page: the settings form (every trainer setting, presets, validation as you type), run
+// controls, "copy as CLI command", progress, the live loss curve, a log, and after a run a box that
+// generates text with the trained model. A model folder dropped on the page becomes the model.
 
 #include "app/bridge/joboutcome.h"
+#include "app/bridge/steprate.h"
 #include "engine/core/loglevel.h"
 #include "engine/plan/plan.h"
 #include "engine/train/stepmetrics.h"
@@ -10,11 +13,9 @@
 #include <QList>
 #include <QWidget>
 
-class QCheckBox;
-class QComboBox;
-class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
+class QMimeData;
 class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
@@ -27,6 +28,7 @@ class EngineBridge;
 namespace ui {
 
 class LossPlot;
+class TrainSettingsForm;
 
 class TrainPage : public QWidget {
     Q_OBJECT
@@ -36,9 +38,11 @@ public:
     TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidget *parent = nullptr);
     ~TrainPage() override;
 
-    /// The settings as the fields show them.
+    /// The settings as the fields show them, with the page's run database.
     engine::train::TrainingParams params() const;
     void setStorePath(const QString &storePath) { m_storePath = storePath; }
+    QString storePath() const { return m_storePath; }
+    TrainSettingsForm *form() const { return m_form; }
 
     /// Points the corpus field back at the bundled demo corpus (the other settings are kept).
     void useDemoCorpus();
@@ -46,10 +50,27 @@ public:
     void useDemo();
     /// "Train with this plan" from the Plan page: the model folder, loaded onto the plan's devices.
     void usePlan(const QString &modelPath, const engine::plan::Plan &plan);
+    /// "Clone settings" of a stored run: fills the form from the run's config JSON (what the trainer
+    /// stored with createRun). The run name and output folder are left as they are. False, with the
+    /// reason in the log and the status bar, when the JSON cannot be read.
+    bool applyRunConfig(const QString &configJson);
+    /// Sets the model folder (and the recent list), as a drop or the Open dialog does.
+    void setModelPath(const QString &path);
+    void setThreads(int threads);
+
+    /// `tunebench train ...` with the current settings, as words ("tunebench" first) and as one
+    /// shell line (the clipboard's text).
+    QStringList commandLineWords() const;
+    QString commandLine() const;
+
+    /// The model folder a drag carries (a local folder, or a config.json's folder), else empty.
+    static QString modelFolderOf(const QMimeData *mime);
 
     LossPlot *lossPlot() const { return m_plot; }
     /// The job's state in a word or two: "Idle", "Running", "Paused", "Stopping", "Succeeded"...
     QString stateText() const { return m_stateText; }
+    /// Whether the form's settings are valid (Start is enabled when idle and valid).
+    bool settingsValid() const;
 
 public Q_SLOTS:
     /// Reads and tokenizes the data as a run with these settings would, on the engine thread, and shows
@@ -60,22 +81,34 @@ public Q_SLOTS:
     bool start();
     void togglePause();
     void stop();
+    /// Puts commandLine() on the clipboard.
+    void copyCommandLine();
+    /// Generates text after the prompt with the last run's model, on the engine thread. False (with
+    /// the reason under the box) when there is no trained model, no prompt or a job runs.
+    bool generate();
     /// Appends one line to the log panel.
     void appendLog(engine::LogLevel level, const QString &text);
 
 Q_SIGNALS:
     void stateChanged(const QString &state);
-    void progressChanged(qint64 step, qint64 totalSteps, double tokensPerSecond);
+    /// etaSeconds: the time left at the recent step rate; negative when not known yet.
+    void progressChanged(qint64 step, qint64 totalSteps, double tokensPerSecond, double etaSeconds);
     void statusMessage(const QString &text, int timeoutMs);
     /// "Inspect step N" after a non-finite loss stopped a run: the step's folder (its weights) and batch.
     void inspectStepRequested(const QString &modelFolder, const QString &batchFile);
 
+protected:
+    void dragEnterEvent(QDragEnterEvent *event) override;
+    void dropEvent(QDropEvent *event) override;
+
 private:
-    QWidget *createSettingsBox();
+    enum class Job { None, Training, Preview, Generation };
+
     QWidget *createProgressBox();
-    void browseCorpus();
+    QWidget *createGenerateBox();
     void onStepMetrics(const QList<engine::train::StepMetrics> &batch);
     void onJobFinished(const app::JobOutcome &outcome);
+    void onGenerationFinished(bool ok, const QString &textOrError, const QString &stopReason);
     void updateControls();
     void setState(const QString &state);
     void loadFields();
@@ -85,30 +118,14 @@ private:
     QString m_storePath;
     QString m_stateText;
     qint64 m_totalSteps = 0;
+    Job m_job = Job::None;
+    app::StepRateMeter m_rate;
 
-    QLineEdit *m_modelEdit = nullptr;
-    QLabel *m_placementLabel = nullptr;
-    std::vector<std::pair<std::string, std::string>> m_placement; ///< from the Plan page; empty = one device
-    QString m_placementModel;                                    ///< the model folder the placement is for
-    QLineEdit *m_corpusEdit = nullptr;
-    QPushButton *m_browseButton = nullptr;
-    QSpinBox *m_stepsSpin = nullptr;
-    QDoubleSpinBox *m_lrSpin = nullptr;
-    QSpinBox *m_batchSpin = nullptr;
-    QSpinBox *m_seqLenSpin = nullptr;
-    QSpinBox *m_threadsSpin = nullptr;
-    QComboBox *m_methodCombo = nullptr;
-    QSpinBox *m_loraRankSpin = nullptr;
-    QLineEdit *m_loraTargetsEdit = nullptr;
-    QDoubleSpinBox *m_valFractionSpin = nullptr;
-    QSpinBox *m_saveEverySpin = nullptr;
-    QLineEdit *m_sampleEdit = nullptr;
-    QComboBox *m_precisionCombo = nullptr;
-    QCheckBox *m_checkpointingCheck = nullptr;
+    TrainSettingsForm *m_form = nullptr;
     QPushButton *m_previewButton = nullptr;
+    QPushButton *m_copyCliButton = nullptr;
     QPushButton *m_inspectButton = nullptr;
     QString m_nonFiniteStep; ///< the failed run's kept step, for m_inspectButton
-    bool m_previewing = false;
     QPushButton *m_startButton = nullptr;
     QPushButton *m_pauseButton = nullptr;
     QPushButton *m_stopButton = nullptr;
@@ -124,6 +141,16 @@ private:
     QLabel *m_memoryValue = nullptr;
     LossPlot *m_plot = nullptr;
     QPlainTextEdit *m_log = nullptr;
+
+    // Generation with the last run's model.
+    QString m_runBaseModel;   ///< the model the last run started from (the base of its adapter)
+    QString m_trainedModel;   ///< the model folder to generate with
+    QString m_trainedAdapter; ///< its adapter (LoRA), or empty
+    QLabel *m_generateModelLabel = nullptr;
+    QLineEdit *m_promptEdit = nullptr;
+    QSpinBox *m_newTokensSpin = nullptr;
+    QPushButton *m_generateButton = nullptr;
+    QPlainTextEdit *m_generateOutput = nullptr;
 };
 
 } // namespace ui
