@@ -134,20 +134,6 @@ QList<std::pair<QString, TrainingParams>> builtinPresets()
     quick.sequenceLength = 64;
     quick.evalBatches = 16;
 
-    TrainingParams lora;
-    lora.method = TrainingMethod::Lora;
-    lora.lora.r = 16;
-    lora.lora.alpha = 32;
-    lora.lora.targets = {"q_proj", "k_proj", "v_proj", "o_proj"};
-    lora.steps = 1000;
-    lora.learningRate = 2e-4;
-    lora.batchSize = 8;
-    lora.sequenceLength = 512;
-    lora.valFraction = 0.05;
-    lora.evalEvery = 100;
-    lora.evalBatches = 16;
-    lora.saveEvery = 250;
-
     TrainingParams full;
     full.steps = 1000;
     full.learningRate = 2e-5;
@@ -157,6 +143,13 @@ QList<std::pair<QString, TrainingParams>> builtinPresets()
     full.evalEvery = 100;
     full.evalBatches = 16;
     full.saveEvery = 250;
+
+    TrainingParams lora = full; // the same run, adapters on a frozen base at a higher rate
+    lora.method = TrainingMethod::Lora;
+    lora.lora.r = 16;
+    lora.lora.alpha = 32;
+    lora.lora.targets = {"q_proj", "k_proj", "v_proj", "o_proj"};
+    lora.learningRate = 2e-4;
 
     return {{QObject::tr("Quick LoRA test"), quick}, {QObject::tr("LoRA"), lora}, {QObject::tr("Full fine-tune"), full}};
 }
@@ -173,15 +166,10 @@ TrainSettingsForm::TrainSettingsForm(QWidget *parent) : QWidget(parent)
     m_tabs->setObjectName(QStringLiteral("settingsTabs"));
     m_tabs->setDocumentMode(false);
     m_tabs->setUsesScrollButtons(false);
-    m_currentTab = 0;
     m_tabs->addTab(createBasicsTab(), tr("Basics"));
-    m_currentTab = 1;
     m_tabs->addTab(createLoraTab(), tr("LoRA"));
-    m_currentTab = 2;
     m_tabs->addTab(createOptimizerTab(), tr("Optimizer"));
-    m_currentTab = 3;
     m_tabs->addTab(createEvalTab(), tr("Eval && Save"));
-    m_currentTab = 4;
     m_tabs->addTab(createHardwareTab(), tr("Hardware"));
     layout->addWidget(m_tabs);
 
@@ -256,7 +244,7 @@ void TrainSettingsForm::addRow(QFormLayout *form, const QString &label, QWidget 
     if (plain.endsWith(QLatin1Char(':')))
         plain.chop(1);
     m_labels.insert(field, plain);
-    m_tabOf.insert(field, m_currentTab);
+    m_tabOf.insert(field, m_tabs->count()); // the tab being built is added next
     watch(field);
 }
 
@@ -412,7 +400,7 @@ QWidget *TrainSettingsForm::createLoraTab()
     addRow(form, tr("&Modules to save:"), m_modulesToSaveEdit);
     m_rsloraCheck = new QCheckBox(tr("Rank-stabilised (rsLoRA: alpha / √r)"), tab);
     m_rsloraCheck->setObjectName(QStringLiteral("rsloraCheck"));
-    m_tabOf.insert(m_rsloraCheck, m_currentTab);
+    m_tabOf.insert(m_rsloraCheck, m_tabs->count());
     form->addRow(QString(), m_rsloraCheck);
     watch(m_rsloraCheck);
     return tab;
@@ -512,7 +500,7 @@ QWidget *TrainSettingsForm::createEvalTab()
     m_saveModelCheck = new QCheckBox(tr("Save the trained model or adapter"), saveBox);
     m_saveModelCheck->setObjectName(QStringLiteral("saveModelCheck"));
     m_saveModelCheck->setChecked(true);
-    m_tabOf.insert(m_saveModelCheck, m_currentTab);
+    m_tabOf.insert(m_saveModelCheck, m_tabs->count());
     saveForm->addRow(QString(), m_saveModelCheck);
     watch(m_saveModelCheck);
     m_badLinesCombo = choices("badLinesCombo", {{tr("stop the run"), QStringLiteral("stop")},
@@ -556,7 +544,7 @@ QWidget *TrainSettingsForm::createHardwareTab()
     m_checkpointingCheck->setObjectName(QStringLiteral("checkpointingCheck"));
     m_checkpointingCheck->setToolTip(tr("Recompute each decoder layer in backward instead of keeping its activations: "
                                         "less memory, about a third more compute"));
-    m_tabOf.insert(m_checkpointingCheck, m_currentTab);
+    m_tabOf.insert(m_checkpointingCheck, m_tabs->count());
     form->addRow(QString(), m_checkpointingCheck);
     watch(m_checkpointingCheck);
     connect(m_methodCombo, &QComboBox::currentIndexChanged, this, [this] { updateEnabled(); });

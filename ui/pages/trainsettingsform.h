@@ -125,7 +125,6 @@ private:
     QList<std::pair<QString, QString>> m_userPresets; ///< (name, preset JSON)
     std::vector<std::pair<std::string, std::string>> m_placement;
     QString m_placementModel;
-    int m_currentTab = 0; ///< the tab the fields being added go to
 
     QTabWidget *m_tabs = nullptr;
     QComboBox *m_presetCombo = nullptr;
