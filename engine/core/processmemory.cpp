@@ -35,4 +35,17 @@ bool resetResidentPeak()
     return static_cast<bool>(clear);
 }
 
+int64_t availableRamBytes()
+{
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    int64_t kib = 0;
+    std::string unit;
+    while (meminfo >> key >> kib >> unit) {
+        if (key == "MemAvailable:")
+            return kib * 1024;
+    }
+    return 0;
+}
+
 } // namespace engine

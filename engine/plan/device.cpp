@@ -2,12 +2,12 @@
 
 #include "engine/core/byteunits.h"
 #include "engine/core/error.h"
+#include "engine/core/processmemory.h"
 #include "engine/core/textutil.h"
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <fstream>
 
 namespace engine::plan {
 namespace {
@@ -178,15 +178,10 @@ namespace engine::plan {
 
 int64_t availableRamBudget()
 {
-    std::ifstream meminfo("/proc/meminfo");
-    std::string key;
-    int64_t kib = 0;
-    std::string unit;
-    while (meminfo >> key >> kib >> unit) {
-        if (key == "MemAvailable:")
-            return static_cast<int64_t>(static_cast<double>(kib) * 1024.0 * 0.8);
-    }
-    return int64_t(8) << 30;
+    const int64_t available = engine::availableRamBytes();
+    if (available <= 0)
+        return int64_t(8) << 30;
+    return static_cast<int64_t>(static_cast<double>(available) * 0.8);
 }
 
 std::vector<DeviceSpec> machineDevices(const std::vector<MachineGpu> &gpus, int64_t cpuBudget)

@@ -5,6 +5,7 @@
 #include "engine/core/error.h"
 #include "engine/core/mallocpolicy.h"
 #include "engine/core/paths.h"
+#include "engine/core/processcpu.h"
 #include "engine/core/processmemory.h"
 #include "engine/core/settings.h"
 #include "engine/core/device.h"
@@ -682,6 +683,7 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
         logSample(model, params, job, observer, store, runId, "before training", control);
     }
 
+    CpuUsageMeter cpuMeter; // the process's CPU use over each step (the system metrics)
     for (int64_t step = firstStep; step <= totalSteps; ++step) {
         if (control.paused()) {
             writer.flush();
@@ -697,6 +699,7 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
             break;
         }
         const auto stepStart = Clock::now();
+        cpuMeter.sample(); // starts the step's window: the sample before it, a pause, leave it
         const double lr = schedule.at(step);
         at.step = step;
         resetResidentPeak();
@@ -781,6 +784,9 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
         metrics.cpuPeakBytes = residentPeakBytes();
         if (metrics.cpuPeakBytes > 0)
             writer.addValue("memory/cpu", step, wallNow(), static_cast<double>(metrics.cpuPeakBytes));
+        writer.addValue("system/cpu_percent", step, wallNow(), cpuMeter.sample());
+        if (const int64_t available = availableRamBytes(); available > 0)
+            writer.addValue("system/ram_available", step, wallNow(), static_cast<double>(available));
         for (const int gpu : gpus) {
             const int64_t peak = cudaMemoryStats(gpu).peakAllocatedBytes;
             metrics.gpuPeakBytes += peak;

@@ -343,6 +343,40 @@ TEST_F(MetricPlotsTest, LogYPerPlotFromTheToolbar)
     EXPECT_FALSE(m_plots->logY(QStringLiteral("train/loss")));
 }
 
+TEST_F(MetricPlotsTest, TheMetricsMenuOffersEveryKeyTheRunsHaveAndTogglesItsPlot)
+{
+    ui::RunCurves run = fullRun(1, QStringLiteral("a"), 7);
+    run.metrics["system/cpu_percent"] = points(50, [](int i) { return 100.0 + i; });
+    m_plots->setRuns({run});
+    draw();
+    const int before = m_plots->plotCount();
+    EXPECT_EQ(m_plots->plotIndexOf(QStringLiteral("system/cpu_percent")), -1) << "not a default metric";
+    EXPECT_TRUE(m_plots->availableMetrics().contains(QStringLiteral("system/cpu_percent")));
+
+    auto *button = m_plots->findChild<QToolButton *>(QStringLiteral("metricsButton"));
+    ASSERT_NE(button, nullptr);
+    Q_EMIT button->menu()->aboutToShow(); // what opening it does
+    QAction *cpu = button->menu()->findChild<QAction *>(QStringLiteral("metric:system/cpu_percent"));
+    ASSERT_NE(cpu, nullptr);
+    EXPECT_FALSE(cpu->isChecked());
+    QAction *loss = button->menu()->findChild<QAction *>(QStringLiteral("metric:train/loss"));
+    ASSERT_NE(loss, nullptr);
+    EXPECT_TRUE(loss->isChecked());
+
+    cpu->trigger();
+    draw();
+    EXPECT_EQ(m_plots->plotCount(), before + 1);
+    const int index = m_plots->plotIndexOf(QStringLiteral("system/cpu_percent"));
+    ASSERT_GE(index, 0);
+    ASSERT_NE(m_plots->rawGraph(1, QStringLiteral("system/cpu_percent")), nullptr);
+    EXPECT_GT(m_plots->rawGraph(1, QStringLiteral("system/cpu_percent"))->dataCount(), 0);
+
+    Q_EMIT button->menu()->aboutToShow();
+    button->menu()->findChild<QAction *>(QStringLiteral("metric:system/cpu_percent"))->trigger();
+    EXPECT_EQ(m_plots->plotCount(), before);
+    EXPECT_EQ(m_plots->plotIndexOf(QStringLiteral("system/cpu_percent")), -1);
+}
+
 TEST_F(MetricPlotsTest, HoverShowsTheExactStoredValueOfTheNearestPoint)
 {
     constexpr int kPoints = 200'000;

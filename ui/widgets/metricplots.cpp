@@ -59,6 +59,10 @@ MetricStyle styleFor(const QString &key)
         return {QObject::tr("Tokens/s"), true, 1, false};
     if (key.startsWith(QLatin1String("memory/")))
         return {QObject::tr("Memory (GiB)"), false, 1.0 / (1024.0 * 1024.0 * 1024.0), true};
+    if (key == QLatin1String("system/cpu_percent"))
+        return {QObject::tr("CPU (% of a core)"), true, 1, false};
+    if (key == QLatin1String("system/ram_available"))
+        return {QObject::tr("RAM available (GiB)"), false, 1.0 / (1024.0 * 1024.0 * 1024.0), true};
     if (key.startsWith(QLatin1String("eval/")))
         return {key, false, 1, false};
     return {key, true, 1, false};
@@ -230,6 +234,16 @@ void MetricPlots::buildToolbar()
     m_logMenu = new QMenu(m_logButton);
     m_logButton->setMenu(m_logMenu);
 
+    m_metricsButton = new QToolButton(this);
+    m_metricsButton->setObjectName(QStringLiteral("metricsButton"));
+    m_metricsButton->setText(tr("Metrics"));
+    m_metricsButton->setToolTip(tr("Which of the runs' metrics to plot"));
+    m_metricsButton->setPopupMode(QToolButton::InstantPopup);
+    m_metricsMenu = new QMenu(m_metricsButton);
+    m_metricsMenu->setObjectName(QStringLiteral("metricsMenu"));
+    m_metricsButton->setMenu(m_metricsMenu);
+    connect(m_metricsMenu, &QMenu::aboutToShow, this, &MetricPlots::updateMetricsMenu);
+
     auto *smoothingText = new QLabel(tr("Smoothing"), this);
     m_smoothingSlider = new QSlider(Qt::Horizontal, this);
     m_smoothingSlider->setObjectName(QStringLiteral("smoothingSlider"));
@@ -264,11 +278,12 @@ void MetricPlots::buildToolbar()
     csvButton->setToolTip(tr("Save every stored point of the shown metrics as CSV"));
     connect(csvButton, &QToolButton::clicked, this, &MetricPlots::showExportCsvDialog);
 
-    for (QToolButton *button : {m_logButton, resetButton, imageButton, csvButton})
+    for (QToolButton *button : {m_metricsButton, m_logButton, resetButton, imageButton, csvButton})
         button->setAutoRaise(true);
 
     bar->addWidget(xLabel);
     bar->addWidget(m_xAxisCombo);
+    bar->addWidget(m_metricsButton);
     bar->addWidget(m_logButton);
     bar->addSpacing(8);
     bar->addWidget(smoothingText);
@@ -333,6 +348,41 @@ void MetricPlots::appendPoints(qint64 runId, const std::string &key, const std::
     }
     m_viewDirty = true;
     requestReplot();
+}
+
+QStringList MetricPlots::availableMetrics() const
+{
+    QStringList keys = m_shownKeys;
+    for (const auto &run : m_runs) {
+        for (const auto &[key, curve] : run->curves) {
+            const QString name = QString::fromStdString(key);
+            if (!keys.contains(name))
+                keys << name;
+        }
+    }
+    return keys;
+}
+
+void MetricPlots::updateMetricsMenu()
+{
+    m_metricsMenu->clear();
+    for (const QString &key : availableMetrics()) {
+        QAction *action = m_metricsMenu->addAction(key);
+        action->setObjectName(QStringLiteral("metric:") + key);
+        action->setCheckable(true);
+        action->setChecked(m_shownKeys.contains(key));
+        connect(action, &QAction::toggled, this, [this, key](bool shown) {
+            QStringList keys = m_shownKeys;
+            if (shown)
+                keys << key;
+            else
+                keys.removeAll(key);
+            setShownMetrics(keys);
+        });
+    }
+    m_metricsMenu->addSeparator();
+    connect(m_metricsMenu->addAction(tr("Default metrics")), &QAction::triggered, this,
+            [this] { setShownMetrics(defaultMetrics()); });
 }
 
 void MetricPlots::setShownMetrics(const QStringList &keys)

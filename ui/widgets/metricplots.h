@@ -87,6 +87,8 @@ public:
     /// shown, and memory/* keys share one plot; keys no run has show an empty plot.
     void setShownMetrics(const QStringList &keys);
     QStringList shownMetrics() const { return m_shownKeys; }
+    /// The shown keys, then every other key some run has (what the Metrics menu offers).
+    QStringList availableMetrics() const;
     void setXAxis(XAxis axis);
     XAxis xAxis() const { return m_xAxis; }
     /// Log scale for the plot that shows `key`.
@@ -135,6 +137,7 @@ private:
     void applyPalette();
     void styleGraphs();
     void updateLogMenu();
+    void updateMetricsMenu();
     void applyXAxisTicker();
     void refreshVisible(bool fitY);
     void fitY(Panel &panel);
@@ -156,6 +159,8 @@ private:
     QCPLegend *m_legend = nullptr;
     QCPMarginGroup *m_margins = nullptr; ///< lines the plots' left and right edges up
     QComboBox *m_xAxisCombo = nullptr;
+    QToolButton *m_metricsButton = nullptr;
+    QMenu *m_metricsMenu = nullptr;
     QToolButton *m_logButton = nullptr;
     QMenu *m_logMenu = nullptr;
     QSlider *m_smoothingSlider = nullptr;

@@ -157,6 +157,18 @@ TEST_F(TrainerTest, LossFallsAndEveryStepIsStored)
         EXPECT_LT(m.value, 1e12) << "step " << m.step;
     }
     EXPECT_EQ(observer.steps[10].cpuPeakBytes, static_cast<int64_t>(memory[10].value));
+    // System metrics: the process computes in every step (above 0 % of a core, below every core of
+    // the machine flat out, with slack for clock granularity), and the machine has some RAM free.
+    const auto cpu = store.metric(outcome.runId, "system/cpu_percent");
+    ASSERT_EQ(cpu.size(), 80u);
+    const double cores = std::max(1u, std::thread::hardware_concurrency());
+    for (const auto &m : cpu) {
+        EXPECT_GT(m.value, 0) << "step " << m.step;
+        EXPECT_LT(m.value, 100.0 * cores + 50) << "step " << m.step;
+    }
+    const auto ram = store.metric(outcome.runId, "system/ram_available");
+    ASSERT_EQ(ram.size(), 80u);
+    EXPECT_GT(ram.front().value, 1e6);
     ASSERT_FALSE(outcome.lossPlotPath.empty());
     EXPECT_TRUE(fs::exists(outcome.lossPlotPath));
     const auto artifacts = store.artifacts(outcome.runId);
