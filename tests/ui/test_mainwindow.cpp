@@ -42,6 +42,8 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -293,6 +295,10 @@ TEST_F(MainWindowTest, EvalLossAndMemoryShowWhileTraining)
     auto *plot = child<ui::LossPlot>("lossPlot");
     EXPECT_EQ(plot->pointCount(), 8);
     EXPECT_GE(plot->evalPointCount(), 2) << "evaluated every steps/10 steps and at the end";
+    // The last evaluation (at step 8): loss and perplexity shown, the step in the tooltip.
+    auto *eval = child<QLabel>("evalValue");
+    EXPECT_TRUE(eval->text().contains(QStringLiteral("ppl"))) << eval->text().toStdString();
+    EXPECT_TRUE(eval->toolTip().endsWith(QStringLiteral("at step 8"))) << eval->toolTip().toStdString();
     EXPECT_TRUE(child<QLabel>("memoryValue")->text().contains(QStringLiteral("CPU")))
         << child<QLabel>("memoryValue")->text().toStdString();
 }
@@ -472,6 +478,44 @@ TEST_F(MainWindowTest, Screenshot)
               << m_window->minimumSizeHint().height() << ")\n";
     click("stopButton");
     ASSERT_TRUE(waitForIdle(60'000));
+}
+
+// Saves the README's picture of the Runs page when TUNEBENCH_RUNS_SCREENSHOT names a PNG path: three
+// real demo runs (LoRA of the bundled base model) at three learning rates, trained in this window, then
+// selected together so that their curves overlay.
+TEST_F(MainWindowTest, RunsScreenshot)
+{
+    const QString path = qEnvironmentVariable("TUNEBENCH_RUNS_SCREENSHOT");
+    if (path.isEmpty())
+        GTEST_SKIP() << "set TUNEBENCH_RUNS_SCREENSHOT=path.png to save a screenshot of the Runs page";
+    m_window->resize(1400, 900);
+    const std::vector<std::pair<double, const char *>> runs = {{0.01, "lora lr 1e-2"}, {0.003, "lora lr 3e-3"}, {0.001, "lora lr 1e-3"}};
+    for (const auto &[lr, name] : runs) {
+        m_window->trainPage()->useDemo();
+        child<QSpinBox>("stepsSpin")->setValue(150);
+        child<QSpinBox>("batchSpin")->setValue(8);
+        child<QSpinBox>("seqLenSpin")->setValue(64);
+        child<QSpinBox>("threadsSpin")->setValue(2);
+        child<QDoubleSpinBox>("lrSpin")->setValue(lr);
+        child<QLineEdit>("runNameEdit")->setText(QString::fromLatin1(name));
+        click("startButton");
+        ASSERT_TRUE(m_window->bridge()->isBusy()) << logText().toStdString();
+        ASSERT_TRUE(waitForIdle(2 * kJobTimeoutMs));
+        ASSERT_EQ(m_window->trainPage()->stateText(), QStringLiteral("Succeeded")) << logText().toStdString();
+    }
+    m_window->showPage(ui::MainWindow::Page::Runs);
+    ui::RunsPage *page = m_window->runsPage();
+    QSortFilterProxyModel *proxy = page->proxyModel();
+    ASSERT_EQ(proxy->rowCount(), 3);
+    QList<qint64> ids;
+    for (int row = 0; row < proxy->rowCount(); ++row)
+        ids << proxy->index(row, ui::RunsModel::IdColumn).data(ui::RunsModel::RawValueRole).toLongLong();
+    page->selectRuns(ids);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return page->overlaidRunIds().size() == 3; }, 10'000));
+    QTest::qWait(300); // the plots' queued replot
+    const QImage image = m_window->grab().toImage();
+    ASSERT_TRUE(image.save(path, "PNG")) << path.toStdString();
+    std::cout << "[          ] saved " << path.toStdString() << " (" << image.width() << "x" << image.height() << ")\n";
 }
 
 } // namespace

@@ -115,6 +115,8 @@ RunsPage::RunsPage(const QString &storePath, QWidget *parent)
     m_view->verticalHeader()->hide();
     m_view->horizontalHeader()->setStretchLastSection(true);
     m_view->horizontalHeader()->setSectionResizeMode(QHeaderView::Interactive);
+    // A run's status changes while it is shown (Running -> Succeeded): its column follows its words.
+    m_view->horizontalHeader()->setSectionResizeMode(RunsModel::StatusColumn, QHeaderView::ResizeToContents);
     m_view->horizontalHeader()->setSortIndicatorShown(true);
     connect(m_model, &RunsModel::renameRequested, this, &RunsPage::renameRun);
 

@@ -564,9 +564,7 @@ void TrainPage::onStepMetrics(const QList<engine::train::StepMetrics> &batch)
     for (const engine::train::StepMetrics &m : batch) {
         if (m.evaluated)
         {
-            m_evalValue->setText(tr("%1 (perplexity %2) at step %3")
-                                     .arg(formatNumber(m.evalLoss), formatNumber(m.evalPerplexity, 4))
-                                     .arg(m.step));
+            m_evalValue->setText(tr("%1 (ppl %2)").arg(formatNumber(m.evalLoss), formatNumber(m.evalPerplexity, 4)));
             m_evalValue->setToolTip(tr("Eval loss %1, perplexity %2, at step %3")
                                         .arg(formatNumber(m.evalLoss), formatNumber(m.evalPerplexity, 4))
                                         .arg(m.step));

@@ -17,6 +17,7 @@
 #include <QLabel>
 #include <QLocale>
 #include <QMenu>
+#include <QTimer>
 #include <QMessageBox>
 #include <QMouseEvent>
 #include <QSlider>
@@ -191,6 +192,13 @@ MetricPlots::MetricPlots(QWidget *parent) : QWidget(parent)
     layout->addWidget(m_plot, 1);
 
     connect(m_plot, &QCustomPlot::beforeReplot, this, &MetricPlots::onBeforeReplot);
+    connect(m_plot, &QCustomPlot::afterReplot, this, [this] {
+        m_lastReplotMs = m_replotClock.isValid() ? double(m_replotClock.nsecsElapsed()) / 1e6 : 0.0;
+        m_sinceReplot.start();
+    });
+    m_liveReplot = new QTimer(this);
+    m_liveReplot->setSingleShot(true);
+    connect(m_liveReplot, &QTimer::timeout, this, &MetricPlots::requestReplot);
     connect(m_plot, &QCustomPlot::afterLayout, this, &MetricPlots::onAfterLayout);
     connect(m_plot, &QCustomPlot::mouseMove, this, &MetricPlots::onMouseMove);
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent *) { resetView(); });
@@ -347,7 +355,21 @@ void MetricPlots::appendPoints(qint64 runId, const std::string &key, const std::
             setXRangeProgrammatic(shown.lower + (upper - shown.upper), upper); // slide the window
     }
     m_viewDirty = true;
-    requestReplot();
+    scheduleLiveReplot();
+}
+
+void MetricPlots::scheduleLiveReplot()
+{
+    // Live points arrive many times a second; a redraw of many long runs can take longer than that.
+    // Leave the event loop at least twice the last redraw's time between redraws, so the window keeps
+    // answering (a third of the time drawing at worst) and the plot still follows.
+    if (m_liveReplot->isActive())
+        return;
+    const double waitMs = m_sinceReplot.isValid() ? 2.0 * m_lastReplotMs - double(m_sinceReplot.elapsed()) : 0.0;
+    if (waitMs <= 1.0)
+        requestReplot();
+    else
+        m_liveReplot->start(int(std::ceil(waitMs)));
 }
 
 QStringList MetricPlots::availableMetrics() const
@@ -1002,6 +1024,7 @@ void MetricPlots::refreshVisible(bool fit)
 
 void MetricPlots::onBeforeReplot()
 {
+    m_replotClock.start();
     if (m_xAxis == XAxis::WallTime && !m_panels.empty()) {
         // Seconds on the ticks only when the view is short; the date only when it spans days.
         const QCPRange range = m_panels.front()->rect->axis(QCPAxis::atBottom)->range();
@@ -1020,6 +1043,12 @@ void MetricPlots::onBeforeReplot()
 
 void MetricPlots::onAfterLayout()
 {
+    // Short plots get fewer y ticks, so their labels do not run into each other.
+    for (const auto &panel : m_panels) {
+        const int ticks = std::clamp(panel->rect->height() / 36, 2, 5);
+        if (panel->rect->axis(QCPAxis::atLeft)->ticker()->tickCount() != ticks)
+            panel->rect->axis(QCPAxis::atLeft)->ticker()->setTickCount(ticks);
+    }
     // A new width needs a new decimation; the y fit stays (min/max are kept at any width).
     for (const auto &panel : m_panels) {
         if (panel->rect->width() != panel->decimatedWidth) {

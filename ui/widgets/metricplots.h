@@ -17,6 +17,7 @@
 
 #include <QColor>
 #include <QDateTime>
+#include <QElapsedTimer>
 #include <QList>
 #include <QString>
 #include <QStringList>
@@ -39,6 +40,7 @@ class QLabel;
 class QMenu;
 class QMouseEvent;
 class QSlider;
+class QTimer;
 class QToolButton;
 
 namespace ui {
@@ -81,7 +83,8 @@ public:
     void setRuns(const QList<RunCurves> &runs);
     /// Appends points (in step order, after the ones already there) to one run's metric, for live
     /// following; the view follows the newest step unless the user zoomed elsewhere. Unknown runs are
-    /// ignored. Cheap: the plot redraws once per event-loop turn, however many calls.
+    /// ignored. Cheap: the plot redraws at most once per event-loop turn, however many calls, and waits
+    /// twice the last redraw's time before the next, so slow redraws never starve the window.
     void appendPoints(qint64 runId, const std::string &key, const std::vector<engine::store::MetricPoint> &points);
     /// Which metrics to plot, top to bottom. An eval/X key shares the plot of train/X when both are
     /// shown, and memory/* keys share one plot; keys no run has show an empty plot.
@@ -147,6 +150,7 @@ private:
     void onMouseMove(QMouseEvent *event);
     void hideHover();
     void requestReplot();
+    void scheduleLiveReplot();
     void setXRangeProgrammatic(double lower, double upper);
     void dataXRange(double &lower, double &upper, bool &found) const;
     void showExportImageDialog();
@@ -174,6 +178,10 @@ private:
     double m_smoothing = 0.8;
     bool m_smoothingDirty = false;
     bool m_viewDirty = true;
+    QTimer *m_liveReplot = nullptr; ///< the next live redraw, when the last one was slow
+    QElapsedTimer m_replotClock;    ///< started when a redraw starts
+    QElapsedTimer m_sinceReplot;    ///< started when a redraw ends
+    double m_lastReplotMs = 0;
     bool m_followX = true; ///< the x range tracks the newest point (until the user zooms or pans)
     bool m_syncingX = false; ///< copying one plot's x range to the others
     int m_programmatic = 0; ///< > 0 while this class changes axis ranges itself
