@@ -11,7 +11,7 @@
 #include "app/bridge/enginebridge.h"
 #include "engine/train/trainer.h"
 #include "ui/mainwindow.h"
-#include "ui/widgets/lossplot.h"
+#include "ui/pages/trainpage.h"
 #include "uitestsupport.h"
 
 #include <QApplication>
@@ -89,14 +89,14 @@ bool benchMainWindow(int seconds)
     child<QSpinBox>(&window, "batchSpin")->setValue(2);
     child<QSpinBox>(&window, "seqLenSpin")->setValue(32);
     child<QSpinBox>(&window, "threadsSpin")->setValue(2);
-    auto *plot = child<ui::LossPlot>(&window, "lossPlot");
+    ui::TrainPage *plot = window.trainPage();
 
     QTest::mouseClick(child<QPushButton>(&window, "startButton"), Qt::LeftButton);
     if (!window.bridge()->isBusy()) {
         std::fprintf(stderr, "ui_latency_bench: the job did not start\n");
         return false;
     }
-    if (!QTest::qWaitFor([&] { return plot->pointCount() >= 3 || !window.bridge()->isBusy(); }, 240'000)
+    if (!QTest::qWaitFor([&] { return plot->plottedSteps() >= 3 || !window.bridge()->isBusy(); }, 240'000)
         || !window.bridge()->isBusy()) {
         std::fprintf(stderr, "ui_latency_bench: no steps, or the job ended early\n");
         return false;
@@ -105,7 +105,7 @@ bool benchMainWindow(int seconds)
     std::vector<double> latencies;
     QElapsedTimer total;
     total.start();
-    const int firstPoints = plot->pointCount();
+    const int firstPoints = plot->plottedSteps();
     while (total.elapsed() < seconds * 1000 && window.bridge()->isBusy()) {
         QElapsedTimer timer;
         bool answered = false;
@@ -120,11 +120,11 @@ bool benchMainWindow(int seconds)
         }
         QTest::qWait(20);
     }
-    const double stepsPerSecond = (plot->pointCount() - firstPoints) / (static_cast<double>(total.elapsed()) / 1000);
+    const double stepsPerSecond = (plot->plottedSteps() - firstPoints) / (static_cast<double>(total.elapsed()) / 1000);
     report("UI: posted event latency while training", latencies);
     std::printf("%-52s %.1f steps/s drawn\n", "UI: training speed meanwhile", stepsPerSecond);
 
-    const int pointsAtStop = plot->pointCount();
+    const int pointsAtStop = plot->plottedSteps();
     QElapsedTimer stop;
     stop.start();
     QTest::mouseClick(child<QPushButton>(&window, "stopButton"), Qt::LeftButton);
@@ -134,7 +134,7 @@ bool benchMainWindow(int seconds)
     }
     const double stopMs = msSince(stop);
     std::printf("%-52s %8.2f ms   (%d steps arrived after the click)\n", "UI: Stop click to the job's end", stopMs,
-                plot->pointCount() - pointsAtStop);
+                plot->plottedSteps() - pointsAtStop);
     return true;
 }
 

@@ -10,7 +10,7 @@
 #include "ui/pages/planpage.h"
 #include "ui/pages/runspage.h"
 #include "ui/pages/trainpage.h"
-#include "ui/widgets/lossplot.h"
+#include "ui/widgets/metricplots.h"
 #include "uitestsupport.h"
 
 #include <QAction>
@@ -166,7 +166,7 @@ TEST_F(MainWindowTest, InvalidSettingsShowOneMessageAndStartNoJob)
     EXPECT_FALSE(m_window->bridge()->isBusy());
     EXPECT_TRUE(logText().contains(QStringLiteral("does not exist"))) << logText().toStdString();
     QTest::qWait(200);
-    EXPECT_EQ(child<ui::LossPlot>("lossPlot")->pointCount(), 0);
+    EXPECT_EQ(m_window->trainPage()->plottedSteps(), 0);
     child<QLineEdit>("corpusEdit")->setText(uitest::smallCorpus());
     expectIdleControls();
 }
@@ -180,8 +180,8 @@ TEST_F(MainWindowTest, TrainsWithoutBlockingTheUiAndStops)
     EXPECT_TRUE(child<QPushButton>("stopButton")->isEnabled());
     EXPECT_FALSE(child<QSpinBox>("stepsSpin")->isEnabled());
 
-    auto *plot = child<ui::LossPlot>("lossPlot");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return plot->pointCount() >= 3 || !m_window->bridge()->isBusy(); }, kJobTimeoutMs))
+    ui::TrainPage *plot = m_window->trainPage();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return plot->plottedSteps() >= 3 || !m_window->bridge()->isBusy(); }, kJobTimeoutMs))
         << logText().toStdString();
     ASSERT_TRUE(m_window->bridge()->isBusy()) << "the job ended early:\n" << logText().toStdString();
     EXPECT_EQ(m_window->trainPage()->stateText(), QStringLiteral("Running"));
@@ -199,9 +199,9 @@ TEST_F(MainWindowTest, TrainsWithoutBlockingTheUiAndStops)
     });
     ASSERT_TRUE(QTest::qWaitFor([&] { return answered; }, kJobTimeoutMs));
     EXPECT_TRUE(busyWhenAnswered) << "the UI answered only once the job had ended";
-    const int points = plot->pointCount();
-    ASSERT_TRUE(QTest::qWaitFor([&] { return plot->pointCount() > points || !m_window->bridge()->isBusy(); }, kJobTimeoutMs));
-    EXPECT_GT(plot->pointCount(), points);
+    const int points = plot->plottedSteps();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return plot->plottedSteps() > points || !m_window->bridge()->isBusy(); }, kJobTimeoutMs));
+    EXPECT_GT(plot->plottedSteps(), points);
     EXPECT_TRUE(m_window->bridge()->isBusy()) << "the job ended early:\n" << logText().toStdString();
 
     click("pauseButton");
@@ -225,7 +225,7 @@ TEST_F(MainWindowTest, TrainsWithoutBlockingTheUiAndStops)
     ASSERT_EQ(proxy->rowCount(), 1);
     const QVariant storedSteps = proxy->index(0, ui::RunsModel::StepsColumn).data(ui::RunsModel::RawValueRole);
     ASSERT_TRUE(storedSteps.isValid()) << "the cancelled run stored no step";
-    EXPECT_EQ(plot->pointCount(), storedSteps.toLongLong());
+    EXPECT_EQ(plot->plottedSteps(), storedSteps.toLongLong());
 }
 
 TEST_F(MainWindowTest, AFinishedRunShowsOnTheRunsPage)
@@ -236,7 +236,7 @@ TEST_F(MainWindowTest, AFinishedRunShowsOnTheRunsPage)
         ASSERT_TRUE(m_window->bridge()->isBusy()) << logText().toStdString();
         ASSERT_TRUE(waitForIdle());
         EXPECT_EQ(m_window->trainPage()->stateText(), QStringLiteral("Succeeded")) << logText().toStdString();
-        EXPECT_EQ(child<ui::LossPlot>("lossPlot")->pointCount(), 6);
+        EXPECT_EQ(m_window->trainPage()->plottedSteps(), 6);
     }
     m_window->showPage(ui::MainWindow::Page::Runs);
     EXPECT_EQ(runStatuses(), (QStringList{QStringLiteral("Succeeded"), QStringLiteral("Succeeded")}));
@@ -279,7 +279,7 @@ TEST_F(MainWindowTest, PreviewDataShowsWhatARunWouldTrainOnAndTrainsNothing)
     EXPECT_TRUE(log.contains(QStringLiteral("Data preview (nothing trained):"))) << log.toStdString();
     EXPECT_TRUE(log.contains(QStringLiteral("rows:"))) << log.toStdString();
     EXPECT_TRUE(log.contains(QStringLiteral("--- row 1: "))) << log.toStdString();
-    EXPECT_EQ(child<ui::LossPlot>("lossPlot")->pointCount(), 0);
+    EXPECT_EQ(m_window->trainPage()->plottedSteps(), 0);
     m_window->showPage(ui::MainWindow::Page::Runs);
     EXPECT_TRUE(runStatuses().isEmpty()) << "a preview records no run";
 }
@@ -292,9 +292,12 @@ TEST_F(MainWindowTest, EvalLossAndMemoryShowWhileTraining)
     click("startButton");
     ASSERT_TRUE(waitForIdle());
     EXPECT_EQ(m_window->trainPage()->stateText(), QStringLiteral("Succeeded")) << logText().toStdString();
-    auto *plot = child<ui::LossPlot>("lossPlot");
-    EXPECT_EQ(plot->pointCount(), 8);
-    EXPECT_GE(plot->evalPointCount(), 2) << "evaluated every steps/10 steps and at the end";
+    EXPECT_EQ(m_window->trainPage()->plottedSteps(), 8);
+    ui::MetricPlots *plots = m_window->trainPage()->plots();
+    EXPECT_GE(plots->pointCount(ui::TrainPage::kLiveRun, QStringLiteral("eval/loss")), 2) << "evaluated every steps/10 steps and at the end";
+    EXPECT_EQ(plots->pointCount(ui::TrainPage::kLiveRun, QStringLiteral("train/learning_rate")), 8);
+    EXPECT_EQ(plots->pointCount(ui::TrainPage::kLiveRun, QStringLiteral("memory/cpu")), 8);
+    EXPECT_EQ(plots->plotIndexOf(QStringLiteral("eval/loss")), plots->plotIndexOf(QStringLiteral("train/loss")));
     // The last evaluation (at step 8): loss and perplexity shown, the step in the tooltip.
     auto *eval = child<QLabel>("evalValue");
     EXPECT_TRUE(eval->text().contains(QStringLiteral("ppl"))) << eval->text().toStdString();
@@ -467,8 +470,8 @@ TEST_F(MainWindowTest, Screenshot)
     child<QSpinBox>("threadsSpin")->setValue(2);
     click("startButton");
     ASSERT_TRUE(m_window->bridge()->isBusy()) << logText().toStdString();
-    auto *plot = child<ui::LossPlot>("lossPlot");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return plot->pointCount() >= 80 || !m_window->bridge()->isBusy(); }, 2 * kJobTimeoutMs));
+    ui::TrainPage *plot = m_window->trainPage();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return plot->plottedSteps() >= 80 || !m_window->bridge()->isBusy(); }, 2 * kJobTimeoutMs));
     ASSERT_TRUE(m_window->bridge()->isBusy()) << logText().toStdString();
     QTest::qWait(100); // one more drain and replot
     const QImage image = m_window->grab().toImage();

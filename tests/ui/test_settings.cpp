@@ -8,7 +8,7 @@
 #include "ui/pages/runspage.h"
 #include "ui/pages/trainpage.h"
 #include "ui/preferencesdialog.h"
-#include "ui/widgets/lossplot.h"
+#include "ui/widgets/metricplots.h"
 
 #include <QAction>
 #include <QApplication>
@@ -99,7 +99,7 @@ TEST_F(SettingsTest, PreferencesGeometryAndPageSurviveARestart)
     EXPECT_EQ(m_window->runsPage()->storePath(), store);
     EXPECT_EQ(m_window->trainPage()->params().storePath, store.toStdString());
     // The plot follows the palette (Qt delivers the change in the event loop).
-    QCPAxis *axis = m_window->trainPage()->lossPlot()->plot()->xAxis;
+    QCPAxis *axis = m_window->trainPage()->plots()->axisRect(0)->axis(QCPAxis::atBottom);
     EXPECT_TRUE(QTest::qWaitFor([&] { return axis->tickLabelColor().lightness() > 128; }, 5000))
         << "the loss plot's labels turn light on the dark theme";
 

@@ -9,9 +9,10 @@
 #include "engine/core/threads.h"
 #include "engine/infer/inference.h"
 #include "ui/pages/trainsettingsform.h"
-#include "ui/widgets/lossplot.h"
+#include "ui/widgets/metricplots.h"
 
 #include <QClipboard>
+#include <QDateTime>
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -39,6 +40,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <map>
 
 namespace ui {
 namespace {
@@ -142,8 +144,12 @@ TrainPage::TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidge
     rightLayout->addWidget(m_progressBar);
     rightLayout->addWidget(createProgressBox());
 
-    m_plot = new LossPlot(this);
-    m_plot->setObjectName(QStringLiteral("lossPlot"));
+    m_plot = new MetricPlots(this);
+    m_plot->setObjectName(QStringLiteral("trainPlots"));
+    m_plot->setPlaceholderTexts(tr("Start a run to see its curves here."), tr("No %1 yet"));
+    // The step box beside it shows speed and memory as numbers; the Metrics menu adds their plots.
+    m_plot->setShownMetrics({QStringLiteral("train/loss"), QStringLiteral("eval/loss"), QStringLiteral("train/learning_rate"),
+                             QStringLiteral("train/grad_norm")});
 
     m_log = new QPlainTextEdit(this);
     m_log->setObjectName(QStringLiteral("logView"));
@@ -347,6 +353,8 @@ engine::train::TrainingParams TrainPage::params() const
     return p;
 }
 
+int TrainPage::plottedSteps() const { return m_plot->pointCount(kLiveRun, QStringLiteral("train/loss")); }
+
 QStringList TrainPage::commandLineWords() const
 {
     const engine::train::TrainingParams p = params();
@@ -433,8 +441,11 @@ bool TrainPage::start()
     m_runBaseModel = QString::fromStdString(p.modelPath);
     m_totalSteps = p.steps;
     m_rate.reset();
-    m_plot->clear();
-    m_plot->setTotalSteps(p.steps);
+    RunCurves live;
+    live.runId = kLiveRun;
+    live.label = p.runName.empty() ? tr("this run") : QString::fromStdString(p.runName);
+    live.started = QDateTime::currentDateTime();
+    m_plot->setRuns({live});
     m_progressBar->setRange(0, static_cast<int>(p.steps));
     m_progressBar->setValue(0);
     m_progressBar->setFormat(tr("Starting…"));
@@ -527,28 +538,37 @@ void TrainPage::onStepMetrics(const QList<engine::train::StepMetrics> &batch)
 {
     if (batch.isEmpty() || m_job != Job::Training)
         return;
+    // The curves the run store gets, from the same step metrics (the Runs page shows them the same way).
+    std::map<std::string, std::vector<engine::store::MetricPoint>> points;
     for (const engine::train::StepMetrics &m : batch) {
         if (m.step > 0) { // step 0 carries only the eval loss before training
-            m_plot->addPoint(static_cast<double>(m.step), m.loss);
+            points["train/loss"].push_back({m.step, m.wallSeconds, m.loss});
+            points["train/learning_rate"].push_back({m.step, m.wallSeconds, m.learningRate});
+            points["train/grad_norm"].push_back({m.step, m.wallSeconds, m.gradNorm});
+            points["train/tokens_per_second"].push_back({m.step, m.wallSeconds, m.tokensPerSecond});
+            if (m.cpuPeakBytes > 0)
+                points["memory/cpu"].push_back({m.step, m.wallSeconds, double(m.cpuPeakBytes)});
+            if (m.gpuPeakBytes > 0)
+                points["memory/gpu"].push_back({m.step, m.wallSeconds, double(m.gpuPeakBytes)});
             m_rate.add(m.step, m.wallSeconds);
         }
         if (m.evaluated)
-            m_plot->addEvalPoint(static_cast<double>(m.step), m.evalLoss);
+            points["eval/loss"].push_back({m.step, m.wallSeconds, m.evalLoss});
     }
-    m_plot->replot();
+    for (const auto &[key, values] : points)
+        m_plot->appendPoints(kLiveRun, key, values);
 
     const engine::train::StepMetrics &last = batch.back();
-    if (last.totalSteps > 0 && last.totalSteps != m_totalSteps) {
+    if (last.totalSteps > 0 && last.totalSteps != m_totalSteps)
         m_totalSteps = last.totalSteps;
-        m_plot->setTotalSteps(m_totalSteps);
-    }
     const double eta = m_rate.etaSeconds(m_totalSteps);
     m_progressBar->setRange(0, static_cast<int>(std::max<qint64>(m_totalSteps, 1)));
     m_progressBar->setValue(static_cast<int>(std::min<qint64>(last.step, m_totalSteps)));
     m_progressBar->setFormat(tr("Step %1 of %2 · %3 left").arg(last.step).arg(m_totalSteps).arg(formatDuration(eta)));
 
-    m_lossValue->setText(formatNumber(m_plot->lastRawLoss()));
-    m_smoothedValue->setText(formatNumber(m_plot->lastSmoothedLoss()));
+    if (last.step > 0)
+        m_lossValue->setText(formatNumber(last.loss));
+    m_smoothedValue->setText(formatNumber(m_plot->lastSmoothedValue(kLiveRun, QStringLiteral("train/loss"))));
     m_lrValue->setText(formatNumber(last.learningRate, 3));
     m_gradNormValue->setText(formatNumber(last.gradNorm, 3));
     m_speedValue->setText(tr("%1 tokens/s").arg(QLocale().toString(last.tokensPerSecond, 'f', 0)));

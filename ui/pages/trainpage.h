@@ -27,7 +27,7 @@ class EngineBridge;
 
 namespace ui {
 
-class LossPlot;
+class MetricPlots;
 class TrainSettingsForm;
 
 class TrainPage : public QWidget {
@@ -66,7 +66,13 @@ public:
     /// The model folder a drag carries (a local folder, or a config.json's folder), else empty.
     static QString modelFolderOf(const QMimeData *mime);
 
-    LossPlot *lossPlot() const { return m_plot; }
+    /// The current (or last) run's curves: loss with eval loss, learning rate, gradient norm, tokens/s,
+    /// memory, live.
+    MetricPlots *plots() const { return m_plot; }
+    /// The run id the plots give the current run (the store's id is not known when it starts).
+    static constexpr qint64 kLiveRun = 0;
+    /// How many steps' losses the plots hold for the current run.
+    int plottedSteps() const;
     /// The job's state in a word or two: "Idle", "Running", "Paused", "Stopping", "Succeeded"...
     QString stateText() const { return m_stateText; }
     /// Whether the form's settings are valid (Start is enabled when idle and valid).
@@ -139,7 +145,7 @@ private:
     QLabel *m_runValue = nullptr;
     QLabel *m_evalValue = nullptr;
     QLabel *m_memoryValue = nullptr;
-    LossPlot *m_plot = nullptr;
+    MetricPlots *m_plot = nullptr;
     QPlainTextEdit *m_log = nullptr;
 
     // Generation with the last run's model.

@@ -203,6 +203,8 @@ MetricPlots::MetricPlots(QWidget *parent) : QWidget(parent)
     connect(m_plot, &QCustomPlot::mouseMove, this, &MetricPlots::onMouseMove);
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent *) { resetView(); });
 
+    m_noRunsText = tr("Select runs to see their curves here.");
+    m_noDataText = tr("No %1 in these runs");
     m_shownKeys = defaultMetrics();
     rebuildPlots();
     resetView();
@@ -370,6 +372,44 @@ void MetricPlots::scheduleLiveReplot()
         requestReplot();
     else
         m_liveReplot->start(int(std::ceil(waitMs)));
+}
+
+void MetricPlots::setPlaceholderTexts(const QString &noRuns, const QString &noData)
+{
+    m_noRunsText = noRuns;
+    m_noDataText = noData;
+    rebuildPlots();
+    requestReplot();
+}
+
+int MetricPlots::pointCount(qint64 runId, const QString &key) const
+{
+    for (const auto &run : m_runs) {
+        if (run->id != runId)
+            continue;
+        const auto curve = run->curves.find(key.toStdString());
+        return curve == run->curves.end() ? 0 : int(curve->second.size());
+    }
+    return 0;
+}
+
+double MetricPlots::lastSmoothedValue(qint64 runId, const QString &key)
+{
+    for (auto &run : m_runs) {
+        if (run->id != runId)
+            continue;
+        const auto curve = run->curves.find(key.toStdString());
+        if (curve == run->curves.end() || curve->second.empty())
+            break;
+        const std::vector<double> &smoothed = curve->second.smoothed(m_smoothing);
+        // The newest finite average (a non-finite value is a gap that does not move it).
+        for (auto it = smoothed.rbegin(); it != smoothed.rend(); ++it) {
+            if (std::isfinite(*it))
+                return *it;
+        }
+        break;
+    }
+    return std::numeric_limits<double>::quiet_NaN();
 }
 
 QStringList MetricPlots::availableMetrics() const
@@ -587,7 +627,7 @@ void MetricPlots::rebuildPlots()
         panel->keys = groups[index];
         panel->rect = new QCPAxisRect(m_plot);
         layout->addElement(int(index) + 1, 0, panel->rect);
-        layout->setRowStretchFactor(int(index) + 1, index == 0 && groups.size() > 2 ? 1.6 : 1.0);
+        layout->setRowStretchFactor(int(index) + 1, index == 0 && groups.size() > 2 ? 2.0 : 1.0);
         panel->rect->setMarginGroup(QCP::msLeft | QCP::msRight, margins);
         panel->rect->setRangeDrag(Qt::Horizontal);
         panel->rect->setRangeZoom(Qt::Horizontal);
@@ -622,8 +662,8 @@ void MetricPlots::rebuildPlots()
         panel->hint->position->setAxisRect(rect);
         panel->hint->position->setCoords(0.5, 0.5);
         panel->hint->setSelectable(false);
-        panel->hint->setText(m_runs.empty() ? (index == 0 ? tr("Select runs to see their curves here.") : QString())
-                                            : tr("No %1 in these runs").arg(panel->keys.join(QStringLiteral(", "))));
+        panel->hint->setText(m_runs.empty() ? (index == 0 ? m_noRunsText : QString())
+                                            : m_noDataText.arg(panel->keys.join(QStringLiteral(", "))));
 
         if (panel->keys.size() > 1) {
             panel->keyNote = new QCPItemText(m_plot);
@@ -1045,7 +1085,7 @@ void MetricPlots::onAfterLayout()
 {
     // Short plots get fewer y ticks, so their labels do not run into each other.
     for (const auto &panel : m_panels) {
-        const int ticks = std::clamp(panel->rect->height() / 36, 2, 5);
+        const int ticks = std::clamp(panel->rect->height() / 30, 3, 5);
         if (panel->rect->axis(QCPAxis::atLeft)->ticker()->tickCount() != ticks)
             panel->rect->axis(QCPAxis::atLeft)->ticker()->setTickCount(ticks);
     }

@@ -90,6 +90,14 @@ public:
     /// shown, and memory/* keys share one plot; keys no run has show an empty plot.
     void setShownMetrics(const QStringList &keys);
     QStringList shownMetrics() const { return m_shownKeys; }
+    /// What the empty plot says: without runs (`noRuns`), and for a plot none of the runs has points
+    /// for (`noData`, %1 = its keys).
+    void setPlaceholderTexts(const QString &noRuns, const QString &noData);
+    /// How many points one run's metric holds (0 for an unknown run or key).
+    int pointCount(qint64 runId, const QString &key) const;
+    /// The newest finite value of the moving average of one run's metric at the current smoothing
+    /// (over every point); NaN when it has no finite point.
+    double lastSmoothedValue(qint64 runId, const QString &key);
     /// The shown keys, then every other key some run has (what the Metrics menu offers).
     QStringList availableMetrics() const;
     void setXAxis(XAxis axis);
@@ -178,6 +186,8 @@ private:
     double m_smoothing = 0.8;
     bool m_smoothingDirty = false;
     bool m_viewDirty = true;
+    QString m_noRunsText;
+    QString m_noDataText;
     QTimer *m_liveReplot = nullptr; ///< the next live redraw, when the last one was slow
     QElapsedTimer m_replotClock;    ///< started when a redraw starts
     QElapsedTimer m_sinceReplot;    ///< started when a redraw ends
