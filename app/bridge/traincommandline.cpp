@@ -103,6 +103,8 @@ QStringList trainCommandLine(const engine::train::TrainingParams &p, const QStri
     }
     if (p.optimizer != d.optimizer)
         add("--optimizer", QString::fromLatin1(optimizerName(p.optimizer)));
+    if (p.optimizer == OptimizerKind::Sgd)
+        number("--momentum", p.momentum, d.momentum);
     if (p.schedule != d.schedule)
         add("--schedule", QString::fromLatin1(scheduleName(p.schedule)));
     integer("--epochs", p.epochs, d.epochs);

@@ -78,8 +78,9 @@ public:
         m_command->add_flag("--rslora", p.lora.rslora, "Scale alpha / sqrt(r) (rank-stabilised LoRA)");
         m_command->add_option("--modules-to-save", m_modulesToSave,
                               "Modules trained in full and saved in the adapter, e.g. lm_head (PEFT modules_to_save)");
-        m_command->add_option("--optimizer", m_optimizer, "adamw or sgd (with momentum 0.9)")
+        m_command->add_option("--optimizer", m_optimizer, "adamw or sgd (with --momentum)")
             ->check(CLI::IsMember({"adamw", "sgd"}))->capture_default_str();
+        m_command->add_option("--momentum", p.momentum, "SGD momentum, in [0, 1)")->capture_default_str();
         m_command->add_option("--schedule", m_schedule, "Learning rate after warmup: constant, linear or cosine")
             ->check(CLI::IsMember({"constant", "linear", "cosine"}))->capture_default_str();
         m_command->add_option("--epochs", p.epochs, "Passes over the data (sets the steps; 0 = use --steps)");

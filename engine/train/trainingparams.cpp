@@ -150,11 +150,13 @@ nlohmann::json TrainingParams::toJson() const
         {"eval_data", evalDataPath},
         {"val_fraction", valFraction},
         {"eval_every", evalEvery},
+        {"eval_batches", evalBatches},
         {"save_every", saveEvery},
         {"keep_checkpoints", keepCheckpoints},
         {"on_non_finite_loss", nonFinite == NonFinitePolicy::Skip ? "skip" : "stop"},
         {"bad_lines", skipBadLines ? "skip" : "stop"},
         {"sample_prompt", samplePrompt},
+        {"sample_tokens", sampleTokens},
     };
 }
 

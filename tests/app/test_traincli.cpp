@@ -297,3 +297,25 @@ TEST_F(TrainCliTest, PrecisionAndAnAutoDeviceMapAreFlagsThatTakeEffect)
     EXPECT_NE(typo.exitCode, 0);
     EXPECT_NE(typo.err.find("--precision"), std::string::npos) << typo.err;
 }
+
+TEST_F(TrainCliTest, SgdMomentumIsAFlagStoredWithTheRunAndCheckedForItsRange)
+{
+    const ProcessResult sgd = run({"train", "--demo", "--steps", "2", "--threads", "1", "--optimizer", "sgd", "--momentum",
+                                   "0.5", "--eval-batches", "1", "--sample-tokens", "5", "--output", (dir() / "sgd").string()},
+                                  "sgd");
+    ASSERT_EQ(sgd.exitCode, 0) << sgd.err;
+    const ProcessResult show = run({"runs", "show", (dir() / "sgd").string(), "--json"}, "sgd-show");
+    ASSERT_EQ(show.exitCode, 0) << show.err;
+    const json training = json::parse(show.out)["config"]["training"];
+    EXPECT_EQ(training["optimizer"], "sgd") << show.out;
+    EXPECT_EQ(training["momentum"], 0.5) << show.out;
+    EXPECT_EQ(training["eval_batches"], 1) << show.out;
+    EXPECT_EQ(training["sample_tokens"], 5) << show.out;
+
+    const ProcessResult tooMuch = run({"train", "--demo", "--steps", "2", "--optimizer", "sgd", "--momentum", "1.5",
+                                       "--output", (dir() / "sgd-bad").string()},
+                                      "sgd-bad");
+    EXPECT_NE(tooMuch.exitCode, 0);
+    EXPECT_NE(tooMuch.err.find("setting momentum = 1.5 is out of range"), std::string::npos) << tooMuch.err;
+    EXPECT_FALSE(fs::exists(dir() / "sgd-bad" / "run.json")) << "a refused run leaves nothing behind";
+}

@@ -293,6 +293,7 @@ TEST_F(TrainPageTest, CopyAsCliCommandIsWhatTheTrainCommandParses)
     p.lora.rslora = true;
     p.lora.modulesToSave = {"lm_head"};
     p.optimizer = engine::train::OptimizerKind::Sgd;
+    p.momentum = 0.8;
     p.schedule = engine::train::ScheduleKind::Linear;
     p.epochs = 2;
     p.gradAccumulation = 2;
@@ -371,6 +372,7 @@ TEST_F(TrainPageTest, CopyAsCliCommandIsWhatTheTrainCommandParses)
     EXPECT_TRUE(flag("--rslora"));
     EXPECT_EQ(text("--modules-to-save"), "lm_head");
     EXPECT_EQ(text("--optimizer"), "sgd");
+    EXPECT_EQ(number("--momentum"), 0.8);
     EXPECT_EQ(text("--schedule"), "linear");
     EXPECT_EQ(integer("--epochs"), p.epochs);
     EXPECT_EQ(integer("--grad-accum"), p.gradAccumulation);
@@ -461,8 +463,13 @@ TEST_F(TrainPageTest, AfterATinyRunGenerateGivesTextAndTheStoredConfigClonesBack
     p.evalEvery = 0;
     p.schedule = engine::train::ScheduleKind::Linear;
     p.weightDecay = 0.02;
+    p.evalBatches = 2;   // stored with the run and cloned, like every other setting
+    p.sampleTokens = 9;
+    p.momentum = 0.7;
     form->setParams(p);
     const engine::train::TrainingParams trained = m_page->params();
+    ASSERT_EQ(trained.evalBatches, 2);
+    ASSERT_EQ(trained.sampleTokens, 9);
 
     auto *generateButton = child<QPushButton>("generateButton");
     EXPECT_FALSE(generateButton->isEnabled()) << "nothing to generate with before a run";

@@ -411,8 +411,14 @@ QWidget *TrainSettingsForm::createOptimizerTab()
     auto *tab = new QWidget(this);
     auto *form = new QFormLayout(tab);
     m_optimizerCombo = choices("optimizerCombo", {{tr("AdamW"), QStringLiteral("adamw")},
-                                                  {tr("SGD (momentum 0.9)"), QStringLiteral("sgd")}}, tab);
+                                                  {tr("SGD with momentum"), QStringLiteral("sgd")}}, tab);
     addRow(form, tr("O&ptimizer:"), m_optimizerCombo);
+    m_momentumSpin = doubleSpin("momentumSpin", 0, 0.999, 0.01, 3, TrainingParams().momentum, tab);
+    m_momentumSpin->setToolTip(tr("SGD's momentum (AdamW does not use it)"));
+    addRow(form, tr("&Momentum:"), m_momentumSpin);
+    connect(m_optimizerCombo, &QComboBox::currentIndexChanged, m_momentumSpin,
+            [this] { m_momentumSpin->setEnabled(m_optimizerCombo->currentData().toString() == QStringLiteral("sgd")); });
+    m_momentumSpin->setEnabled(false);
     m_scheduleCombo = choices("scheduleCombo", {{tr("Cosine decay"), QStringLiteral("cosine")},
                                                 {tr("Linear decay"), QStringLiteral("linear")},
                                                 {tr("Constant"), QStringLiteral("constant")}}, tab);
@@ -585,6 +591,7 @@ TrainingParams TrainSettingsForm::params() const
     p.warmupSteps = m_warmupSpin->value();
     p.minLearningRateRatio = m_minLrRatioSpin->value();
     p.weightDecay = m_weightDecaySpin->value();
+    p.momentum = m_momentumSpin->value();
     p.gradClipNorm = m_gradClipSpin->value();
     p.gradAccumulation = m_gradAccumSpin->value();
     p.epochs = m_epochsSpin->value();
@@ -643,6 +650,7 @@ void TrainSettingsForm::setParams(const TrainingParams &p)
     m_warmupSpin->setValue(clampToInt(p.warmupSteps, m_warmupSpin));
     m_minLrRatioSpin->setValue(p.minLearningRateRatio);
     m_weightDecaySpin->setValue(p.weightDecay);
+    m_momentumSpin->setValue(p.momentum);
     m_gradClipSpin->setValue(p.gradClipNorm);
     m_gradAccumSpin->setValue(clampToInt(p.gradAccumulation, m_gradAccumSpin));
     m_epochsSpin->setValue(clampToInt(p.epochs, m_epochsSpin));
@@ -907,6 +915,7 @@ QWidget *TrainSettingsForm::fieldOfEngineMessage(const QString &message) const
         {"setting batch size", m_batchSpin},
         {"setting sequence length", m_seqLenSpin},
         {"setting weight decay", m_weightDecaySpin},
+        {"setting momentum", m_momentumSpin},
         {"setting gradient clip norm", m_gradClipSpin},
         {"setting gradient accumulation", m_gradAccumSpin},
         {"setting device", m_deviceCombo},

@@ -158,6 +158,7 @@ private:
     QSpinBox *m_warmupSpin = nullptr;
     QDoubleSpinBox *m_minLrRatioSpin = nullptr;
     QDoubleSpinBox *m_weightDecaySpin = nullptr;
+    QDoubleSpinBox *m_momentumSpin = nullptr;
     QDoubleSpinBox *m_gradClipSpin = nullptr;
     QSpinBox *m_epochsSpin = nullptr;
     QSpinBox *m_gradAccumSpin = nullptr;
