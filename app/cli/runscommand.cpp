@@ -1,10 +1,11 @@
-// `tunebench runs list|show|metrics`: the runs kept in the run store.
+// `tunebench runs list|show|metrics|plot`: the runs kept in the run store.
 
 #include "app/cli/command.h"
 
 #include "engine/core/error.h"
 #include "engine/core/settings.h"
 #include "engine/core/textutil.h"
+#include "engine/report/lossplot.h"
 #include "engine/store/runstore.h"
 #include "engine/train/trainer.h"
 
@@ -33,6 +34,14 @@ public:
         m_metrics->add_option("--key", m_keys, "Metric to print (e.g. loss, eval/loss, train/grad_norm); repeatable; default all");
         auto *json = m_metrics->add_flag("--json", m_json, "Print {\"key\": [{\"step\", \"value\", \"wall_time\"}, ...]}, values exactly as stored");
         m_metrics->add_flag("--csv", m_csv, "Print key,step,wall_time,value lines")->excludes(json);
+        m_plot = m_command->add_subcommand("plot", "Draw a run's curve (raw and smoothed, eval loss as points) to PNG, SVG or PDF");
+        m_plot->add_option("run", m_plotRun, "Run id, or the run's output folder")->required();
+        m_plot->add_option("--output", m_plotOutput, "Picture to write: .png, .svg or .pdf")->required();
+        m_plot->add_option("--key", m_plotKey, "Metric to draw")->capture_default_str();
+        m_plot->add_option("--smoothing", m_plotOptions.smoothing, "Debiased moving-average weight in [0, 1) (0 = none)")
+            ->capture_default_str();
+        m_plot->add_option("--width", m_plotOptions.width, "Width in pixels")->capture_default_str();
+        m_plot->add_option("--height", m_plotOptions.height, "Height in pixels")->capture_default_str();
     }
 
     CLI::App *subcommand() const override { return m_command; }
@@ -46,6 +55,8 @@ public:
             auto store = engine::store::RunStore::open(path);
             if (m_metrics->parsed())
                 return metrics(store, path);
+            if (m_plot->parsed())
+                return plot(store, path);
             return m_show->parsed() ? show(store, path) : list(store);
         } catch (const engine::Error &e) {
             std::fprintf(stderr, "tunebench: %s\n", e.what());
@@ -205,8 +216,38 @@ private:
         return ExitOk;
     }
 
+    int plot(engine::store::RunStore &store, const std::string &path)
+    {
+        engine::report::plotFormatFor(m_plotOutput); // a bad extension is refused before anything is read
+        const int64_t id = engine::train::resolveRunId(m_plotRun, path);
+        const auto run = store.run(id);
+        if (!run)
+            throw engine::invalidInput("no run " + std::to_string(id) + " in " + store.path().string());
+        std::vector<engine::report::CurvePoint> curve;
+        for (const auto &p : store.metric(id, m_plotKey))
+            curve.push_back({static_cast<double>(p.step), p.value});
+        if (curve.empty()) {
+            const std::string list = engine::joined(store.metricKeys(id));
+            throw engine::invalidInput("run " + std::to_string(id) + " has no metric '" + m_plotKey + "' (it has: "
+                                       + (list.empty() ? "none" : list) + ")");
+        }
+        if (m_plotKey == "train/loss") {
+            for (const auto &p : store.metric(id, "eval/loss"))
+                m_plotOptions.evalCurve.push_back({static_cast<double>(p.step), p.value});
+        }
+        m_plotOptions.title = "run " + std::to_string(id) + ": " + run->name + (m_plotKey == "train/loss" ? "" : " (" + m_plotKey + ")");
+        engine::report::writeLossPlot(m_plotOutput, curve, m_plotOptions);
+        std::printf("%s\n", m_plotOutput.c_str());
+        return ExitOk;
+    }
+
     const GlobalOptions &m_globals;
     CLI::App *m_command = nullptr;
+    CLI::App *m_plot = nullptr;
+    std::string m_plotRun;
+    std::string m_plotOutput;
+    std::string m_plotKey = "train/loss";
+    engine::report::LossPlotOptions m_plotOptions;
     CLI::App *m_metrics = nullptr;
     std::string m_run;
     std::vector<std::string> m_keys;

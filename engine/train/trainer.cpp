@@ -890,7 +890,9 @@ void writeLossPlot(TrainingOutcome &outcome, const std::vector<report::CurvePoin
     try {
         report::LossPlotOptions options;
         options.title = "run " + std::to_string(outcome.runId) + ": " + runName;
-        report::writeLossPlotPng(png, curve, options);
+        for (const store::MetricPoint &point : store.metric(outcome.runId, "eval/loss"))
+            options.evalCurve.push_back({static_cast<double>(point.step), point.value});
+        report::writeLossPlot(png, curve, options);
         store.addArtifact(outcome.runId, "loss_plot", png.string());
         outcome.lossPlotPath = png.string();
     } catch (const std::exception &e) {

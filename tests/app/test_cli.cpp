@@ -107,6 +107,42 @@ TEST_F(CliTest, TrainWritesARunThatRunsListShows)
     EXPECT_NE(show.out.find("loss_plot"), std::string::npos) << show.out;
 }
 
+TEST_F(CliTest, RunsPlotDrawsAStoredMetricAsPngSvgOrPdfAndRefusesBadRequests)
+{
+    const std::string store = db("plot.sqlite3");
+    const ProcessResult train = run(trainArgs(store, 5), "plot-train");
+    ASSERT_EQ(train.exitCode, 0) << train.err;
+    const std::pair<const char *, std::string> formats[] = {{"loss.png", "\x89PNG"}, {"loss.svg", "<?xml"}, {"loss.pdf", "%PDF"}};
+    for (const auto &[name, magic] : formats) {
+        const fs::path out = s_dir->path() / name;
+        const ProcessResult plot = run({"--db", store, "runs", "plot", "1", "--output", out.string()}, "plot");
+        ASSERT_EQ(plot.exitCode, 0) << plot.err;
+        EXPECT_NE(plot.out.find(out.string()), std::string::npos) << plot.out;
+        std::ifstream file(out, std::ios::binary);
+        std::string head(magic.size(), '\0');
+        file.read(head.data(), static_cast<std::streamsize>(head.size()));
+        EXPECT_EQ(head, magic) << name;
+    }
+    const fs::path lr = s_dir->path() / "lr.png";
+    ASSERT_EQ(run({"--db", store, "runs", "plot", "1", "--key", "train/learning_rate", "--output", lr.string()}, "plot-lr").exitCode, 0);
+    EXPECT_GT(fs::file_size(lr), 1000u);
+
+    // One clear message each, and no file.
+    const fs::path never = s_dir->path() / "never.png";
+    const ProcessResult key = run({"--db", store, "runs", "plot", "1", "--key", "nope", "--output", never.string()}, "plot-key");
+    EXPECT_NE(key.exitCode, 0);
+    EXPECT_NE(key.err.find("run 1 has no metric 'nope' (it has: "), std::string::npos) << key.err;
+    EXPECT_NE(key.err.find("train/loss"), std::string::npos) << key.err;
+    const ProcessResult missing = run({"--db", store, "runs", "plot", "9", "--output", never.string()}, "plot-run");
+    EXPECT_NE(missing.exitCode, 0);
+    EXPECT_NE(missing.err.find("no run 9"), std::string::npos) << missing.err;
+    const ProcessResult gif = run({"--db", store, "runs", "plot", "1", "--output", (s_dir->path() / "loss.gif").string()}, "plot-gif");
+    EXPECT_NE(gif.exitCode, 0);
+    EXPECT_NE(gif.err.find("use .png, .svg or .pdf"), std::string::npos) << gif.err;
+    EXPECT_FALSE(fs::exists(never));
+    EXPECT_FALSE(fs::exists(s_dir->path() / "loss.gif"));
+}
+
 TEST_F(CliTest, HelpNamesTheOptions)
 {
     const ProcessResult help = run({"train", "--help"}, "help");
