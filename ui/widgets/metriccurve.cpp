@@ -29,6 +29,23 @@ void MetricCurve::append(double step, double time, double value)
     m_value.push_back(value);
 }
 
+void MetricCurve::assign(const std::vector<engine::store::MetricPoint> &points)
+{
+    const size_t n = points.size();
+    m_step.resize(n);
+    m_time.resize(n);
+    m_value.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+        m_step[i] = double(points[i].step);
+        m_time[i] = points[i].wallTime;
+        m_value[i] = points[i].value;
+    }
+    m_smoothed.clear();
+    m_smoothedWeight = -1;
+    for (Pyramid &pyramid : m_pyramids)
+        pyramid = Pyramid();
+}
+
 const std::vector<double> &MetricCurve::smoothed(double weight)
 {
     if (weight != m_smoothedWeight) {

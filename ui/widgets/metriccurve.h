@@ -9,6 +9,7 @@
 //   XYSeries shown = curve.visible(MetricCurve::X::Step, false, x0, x1, 2 * widthInPixels);
 
 #include "engine/report/series.h"
+#include "engine/store/runstore.h"
 
 #include <cstddef>
 #include <optional>
@@ -24,6 +25,8 @@ public:
     /// Appends one point after the others (x ascending). Amortised O(1); the moving average is
     /// recomputed at the next smoothed() or visible() call.
     void append(double step, double time, double value);
+    /// Replaces every point with `points` (in step order), in one pass.
+    void assign(const std::vector<engine::store::MetricPoint> &points);
 
     size_t size() const { return m_value.size(); }
     bool empty() const { return m_value.empty(); }

@@ -317,10 +317,7 @@ void MetricPlots::setRuns(const QList<RunCurves> &runs)
         run->started = source.started;
         run->startEpoch = source.started.isValid() ? double(source.started.toMSecsSinceEpoch()) / 1000.0 : 0.0;
         for (const auto &[key, points] : source.metrics) {
-            MetricCurve &curve = run->curves[key];
-            curve.reserve(points.size());
-            for (const engine::store::MetricPoint &point : points)
-                curve.append(double(point.step), point.wallTime, point.value);
+            run->curves[key].assign(points);
         }
         m_runs.push_back(std::move(run));
     }
