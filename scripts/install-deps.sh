@@ -14,7 +14,7 @@ packages=(
   fonts-dejavu-core
 )
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(python3-torch sqlite3 libbenchmark-dev ca-certificates appstream dpkg-dev)
+  packages+=(python3-torch sqlite3 libbenchmark-dev ca-certificates appstream dpkg-dev file)
   # The tokenizer reference tests run Node.js and npm; ones installed another way (NodeSource's
   # nodejs bundles npm) are fine, and Debian's npm package would conflict with them.
   command -v node >/dev/null || packages+=(nodejs)

@@ -99,7 +99,7 @@ int runApplication(int &argc, char **argv, const ApplicationOptions &options)
     QApplication::setApplicationName(QStringLiteral("tunebench"));
     QApplication::setApplicationDisplayName(QStringLiteral("tunebench"));
     QApplication::setApplicationVersion(QStringLiteral(TUNEBENCH_VERSION));
-    QApplication::setDesktopFileName(QStringLiteral("tunebench"));
+    QApplication::setDesktopFileName(QStringLiteral("io.tunebench.Tunebench")); // the installed desktop entry (Wayland app id)
 
     MainWindow window(QString::fromStdString(options.storePath)); // applies the theme kept in the settings
     window.show();
