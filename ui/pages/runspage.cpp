@@ -163,7 +163,9 @@ RunsPage::RunsPage(const QString &storePath, QWidget *parent)
     m_tableSplitter = new QSplitter(Qt::Vertical, this);
     m_tableSplitter->setObjectName(QStringLiteral("runsTableSplitter"));
     m_tableSplitter->addWidget(m_view);
-    m_plots = new MetricPlots(m_tableSplitter);
+    // Built whole, then handed to the splitter: Qt 6.8's QSplitter takes a child in when it is created
+    // (ChildAdded), before its constructor has run, and corrupted the heap here.
+    m_plots = new MetricPlots;
     m_plots->setObjectName(QStringLiteral("runsPlots"));
     m_tableSplitter->addWidget(m_plots);
     m_tableSplitter->setStretchFactor(0, 2);

@@ -1080,12 +1080,19 @@ void MetricPlots::onBeforeReplot()
 
 void MetricPlots::onAfterLayout()
 {
-    // Short plots get fewer y ticks, so their labels do not run into each other.
+    // Short plots get fewer y ticks, so their labels do not run into each other. The ticks of this
+    // redraw are made already (before the layout): a changed count redraws once more.
+    bool ticksChanged = false;
     for (const auto &panel : m_panels) {
         const int ticks = std::clamp(panel->rect->height() / 30, 3, 5);
-        if (panel->rect->axis(QCPAxis::atLeft)->ticker()->tickCount() != ticks)
-            panel->rect->axis(QCPAxis::atLeft)->ticker()->setTickCount(ticks);
+        const QSharedPointer<QCPAxisTicker> ticker = panel->rect->axis(QCPAxis::atLeft)->ticker();
+        if (ticker->tickCount() != ticks) {
+            ticker->setTickCount(ticks);
+            ticksChanged = true;
+        }
     }
+    if (ticksChanged)
+        requestReplot();
     // A new width needs a new decimation; the y fit stays (min/max are kept at any width).
     for (const auto &panel : m_panels) {
         if (panel->rect->width() != panel->decimatedWidth) {
