@@ -144,7 +144,7 @@ TrainPage::TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidge
     rightLayout->addWidget(m_progressBar);
     rightLayout->addWidget(createProgressBox());
 
-    m_plot = new MetricPlots(this);
+    m_plot = new MetricPlots; // the splitter below takes it, built whole (see RunsPage: Qt 6.8)
     m_plot->setObjectName(QStringLiteral("trainPlots"));
     m_plot->setPlaceholderTexts(tr("Start a run to see its curves here."), tr("No %1 yet"));
     // The step box beside it shows speed and memory as numbers; the Metrics menu adds their plots.
