@@ -12,6 +12,7 @@
 
 #include "ui/widgets/metricplots.h"
 #include "ui/widgets/qcustomplotinclude.h"
+#include "ui/widgets/widgetstyle.h"
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -249,14 +250,7 @@ int screenshot(const Options &options)
 {
     ui::MetricPlots plots;
     if (options.dark) {
-        QPalette dark;
-        dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
-        dark.setColor(QPalette::Base, QColor(0x1f, 0x1f, 0x1f));
-        dark.setColor(QPalette::WindowText, QColor(0xe6, 0xe6, 0xe6));
-        dark.setColor(QPalette::Text, QColor(0xe6, 0xe6, 0xe6));
-        dark.setColor(QPalette::Button, QColor(0x35, 0x35, 0x35));
-        dark.setColor(QPalette::ButtonText, QColor(0xe6, 0xe6, 0xe6));
-        dark.setColor(QPalette::Mid, QColor(0x70, 0x70, 0x70));
+        const QPalette dark = ui::darkPalette();
         QApplication::setPalette(dark);
         plots.setPalette(dark);
     }

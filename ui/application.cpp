@@ -2,6 +2,7 @@
 
 #include "ui/mainwindow.h"
 #include "ui/pages/trainpage.h"
+#include "ui/widgets/widgetstyle.h"
 
 #include <QApplication>
 #include <QStyle>
@@ -14,40 +15,6 @@ namespace ui {
 namespace {
 
 Theme g_theme = Theme::System;
-
-QPalette darkPalette()
-{
-    const QColor window(45, 45, 48);
-    const QColor base(30, 30, 32);
-    const QColor text(230, 230, 230);
-    const QColor disabledText(130, 130, 130);
-    const QColor highlight(42, 130, 218);
-    QPalette p;
-    p.setColor(QPalette::Window, window);
-    p.setColor(QPalette::WindowText, text);
-    p.setColor(QPalette::Base, base);
-    p.setColor(QPalette::AlternateBase, window);
-    p.setColor(QPalette::ToolTipBase, QColor(60, 60, 64));
-    p.setColor(QPalette::ToolTipText, text);
-    p.setColor(QPalette::PlaceholderText, QColor(150, 150, 150));
-    p.setColor(QPalette::Text, text);
-    p.setColor(QPalette::Button, window);
-    p.setColor(QPalette::ButtonText, text);
-    p.setColor(QPalette::BrightText, QColor(255, 90, 90));
-    p.setColor(QPalette::Light, QColor(70, 70, 74));
-    p.setColor(QPalette::Midlight, QColor(58, 58, 62));
-    p.setColor(QPalette::Mid, QColor(38, 38, 40));
-    p.setColor(QPalette::Dark, QColor(25, 25, 27));
-    p.setColor(QPalette::Shadow, QColor(10, 10, 10));
-    p.setColor(QPalette::Highlight, highlight);
-    p.setColor(QPalette::HighlightedText, Qt::white);
-    p.setColor(QPalette::Link, QColor(100, 170, 240));
-    p.setColor(QPalette::LinkVisited, QColor(170, 130, 230));
-    for (QPalette::ColorRole role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
-        p.setColor(QPalette::Disabled, role, disabledText);
-    p.setColor(QPalette::Disabled, QPalette::Highlight, QColor(80, 80, 80));
-    return p;
-}
 
 } // namespace
 
@@ -73,7 +40,7 @@ Theme themeFromName(const QString &name)
 QPalette themePalette(Theme theme)
 {
     if (theme == Theme::Dark)
-        return darkPalette();
+        return ui::darkPalette();
     if (theme == Theme::Light) {
         const std::unique_ptr<QStyle> fusion(QStyleFactory::create(QStringLiteral("Fusion")));
         return fusion ? fusion->standardPalette() : QApplication::style()->standardPalette();

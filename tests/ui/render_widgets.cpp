@@ -10,6 +10,7 @@
 #include "ui/widgets/autogradgraphview.h"
 #include "ui/widgets/devicecolumns.h"
 #include "ui/widgets/versiontimeline.h"
+#include "ui/widgets/widgetstyle.h"
 
 #include <QApplication>
 #include <QElapsedTimer>
@@ -23,23 +24,6 @@
 
 namespace {
 
-QPalette darkPalette()
-{
-    QPalette p;
-    p.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2e));
-    p.setColor(QPalette::WindowText, QColor(0xe8, 0xe8, 0xe8));
-    p.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x20));
-    p.setColor(QPalette::AlternateBase, QColor(0x32, 0x32, 0x36));
-    p.setColor(QPalette::Text, QColor(0xe8, 0xe8, 0xe8));
-    p.setColor(QPalette::Button, QColor(0x35, 0x35, 0x38));
-    p.setColor(QPalette::ButtonText, QColor(0xe8, 0xe8, 0xe8));
-    p.setColor(QPalette::Mid, QColor(0x5a, 0x5a, 0x60));
-    p.setColor(QPalette::Midlight, QColor(0x40, 0x40, 0x44));
-    p.setColor(QPalette::Highlight, QColor(0x3d, 0x8e, 0xe0));
-    p.setColor(QPalette::HighlightedText, Qt::white);
-    p.setColor(QPalette::PlaceholderText, QColor(0xa0, 0xa0, 0xa6));
-    return p;
-}
 
 bool save(QWidget &widget, const QString &path)
 {
@@ -65,7 +49,7 @@ int main(int argc, char **argv)
     const QString dir = QString::fromLocal8Bit(argv[1]);
     const bool dark = argc > 2 && QByteArray(argv[2]) == "--dark";
     QApplication::setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
-    QApplication::setPalette(dark ? darkPalette() : QApplication::style()->standardPalette());
+    QApplication::setPalette(dark ? ui::darkPalette() : QApplication::style()->standardPalette());
     const QString suffix = dark ? QStringLiteral("-dark.png") : QStringLiteral(".png");
     bool ok = true;
 

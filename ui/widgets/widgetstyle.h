@@ -3,6 +3,7 @@
 // both light and dark palettes.
 
 #include <QColor>
+#include <QPalette>
 #include <QString>
 
 namespace ui {
@@ -19,5 +20,7 @@ bool isDark(const QColor &window);
 QColor alarmColor(const QColor &window);
 /// The green used for "fits"/"ok" verdict text, tuned for the theme of `window`.
 QColor okColor(const QColor &window);
+/// The dark theme's palette (Preferences > Theme > Dark; the pictures and benchmarks in dark).
+QPalette darkPalette();
 
 } // namespace ui
