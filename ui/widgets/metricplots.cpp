@@ -329,10 +329,10 @@ void MetricPlots::appendPoints(qint64 runId, const std::string &key, const std::
 {
     if (points.empty())
         return;
-    auto found = std::find_if(m_runs.begin(), m_runs.end(), [&](const auto &run) { return run->id == runId; });
-    if (found == m_runs.end())
+    Run *found = findRun(runId);
+    if (!found)
         return;
-    Run &run = **found;
+    Run &run = *found;
     double oldMax = 0, oldMin = 0;
     bool hadData = false;
     dataXRange(oldMin, oldMax, hadData);
@@ -379,34 +379,40 @@ void MetricPlots::setPlaceholderTexts(const QString &noRuns, const QString &noDa
     requestReplot();
 }
 
-int MetricPlots::pointCount(qint64 runId, const QString &key) const
+MetricPlots::Run *MetricPlots::findRun(qint64 runId) const
 {
     for (const auto &run : m_runs) {
-        if (run->id != runId)
-            continue;
-        const auto curve = run->curves.find(key.toStdString());
-        return curve == run->curves.end() ? 0 : int(curve->second.size());
+        if (run->id == runId)
+            return run.get();
     }
-    return 0;
+    return nullptr;
+}
+
+int MetricPlots::pointCount(qint64 runId, const QString &key) const
+{
+    const Run *run = findRun(runId);
+    if (!run)
+        return 0;
+    const auto curve = run->curves.find(key.toStdString());
+    return curve == run->curves.end() ? 0 : int(curve->second.size());
 }
 
 double MetricPlots::lastSmoothedValue(qint64 runId, const QString &key)
 {
-    for (auto &run : m_runs) {
-        if (run->id != runId)
-            continue;
-        const auto curve = run->curves.find(key.toStdString());
-        if (curve == run->curves.end() || curve->second.empty())
-            break;
-        const std::vector<double> &smoothed = curve->second.smoothed(m_smoothing);
-        // The newest finite average (a non-finite value is a gap that does not move it).
-        for (auto it = smoothed.rbegin(); it != smoothed.rend(); ++it) {
-            if (std::isfinite(*it))
-                return *it;
-        }
-        break;
+    constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+    Run *run = findRun(runId);
+    if (!run)
+        return kNone;
+    const auto curve = run->curves.find(key.toStdString());
+    if (curve == run->curves.end() || curve->second.empty())
+        return kNone;
+    const std::vector<double> &smoothed = curve->second.smoothed(m_smoothing);
+    // The newest finite average (a non-finite value is a gap that does not move it).
+    for (auto it = smoothed.rbegin(); it != smoothed.rend(); ++it) {
+        if (std::isfinite(*it))
+            return *it;
     }
-    return std::numeric_limits<double>::quiet_NaN();
+    return kNone;
 }
 
 QStringList MetricPlots::availableMetrics() const
@@ -892,33 +898,26 @@ int MetricPlots::plotIndexOf(const QString &key) const
 
 QCPGraph *MetricPlots::rawGraph(qint64 runId, const QString &key) const
 {
-    for (const auto &run : m_runs) {
-        if (run->id != runId)
-            continue;
-        const auto ref = run->graphs.find(key.toStdString());
-        return ref == run->graphs.end() ? nullptr : ref->second.raw;
-    }
-    return nullptr;
+    const Run *run = findRun(runId);
+    if (!run)
+        return nullptr;
+    const auto ref = run->graphs.find(key.toStdString());
+    return ref == run->graphs.end() ? nullptr : ref->second.raw;
 }
 
 QCPGraph *MetricPlots::smoothedGraph(qint64 runId, const QString &key) const
 {
-    for (const auto &run : m_runs) {
-        if (run->id != runId)
-            continue;
-        const auto ref = run->graphs.find(key.toStdString());
-        return ref == run->graphs.end() ? nullptr : ref->second.smooth;
-    }
-    return nullptr;
+    const Run *run = findRun(runId);
+    if (!run)
+        return nullptr;
+    const auto ref = run->graphs.find(key.toStdString());
+    return ref == run->graphs.end() ? nullptr : ref->second.smooth;
 }
 
 QColor MetricPlots::runColor(qint64 runId) const
 {
-    for (const auto &run : m_runs) {
-        if (run->id == runId)
-            return run->color;
-    }
-    return {};
+    const Run *run = findRun(runId);
+    return run ? run->color : QColor();
 }
 
 double MetricPlots::keyOffset(const Run &run) const

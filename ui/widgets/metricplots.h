@@ -143,6 +143,8 @@ private:
     struct Panel;
     struct GraphRef;
 
+    /// The run with this id, or null.
+    Run *findRun(qint64 runId) const;
     void buildToolbar();
     void rebuildPlots();
     void applyPalette();
