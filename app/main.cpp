@@ -83,6 +83,7 @@ int main(int argc, char **argv)
     commands.push_back(app::cli::makePlanCommand(app, globals));
     commands.push_back(app::cli::makeInspectCommand(app, globals));
     commands.push_back(app::cli::makeExportCommand(app, globals));
+    commands.push_back(app::cli::makeLaunchCommand(app, globals));
 
     if (argc == 1 || (argc == 2 && std::string_view(argv[1]) == "--demo")) {
         // No display (or a build without the GUI): the same demo, in the terminal.

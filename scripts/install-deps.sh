@@ -9,7 +9,7 @@ packages=(
   libtorch-dev libopenblas0-openmp
   qt6-base-dev qt6-svg-dev libqcustomplot-dev libqcustomplot2.1-qt6 libgraphviz-dev libcairo2-dev
   libsqlite3-dev nlohmann-json3-dev libcli11-dev
-  libsentencepiece-dev libonig-dev libicu-dev
+  libsentencepiece-dev libonig-dev libicu-dev libgloo-dev
   libgtest-dev libgmock-dev
   fonts-dejavu-core
 )

@@ -7,6 +7,8 @@
 #include "engine/core/error.h"
 #include "engine/core/paths.h"
 #include "engine/core/settings.h"
+#include "engine/core/threads.h"
+#include "engine/dist/distenv.h"
 #include "engine/model/deviceplacement.h"
 #include "engine/train/trainer.h"
 
@@ -29,6 +31,20 @@ public:
 
 private:
     ProgressBar &m_bar;
+};
+
+/// A rank other than 0 of a data-parallel job: rank 0 shows the progress; this one only what goes wrong.
+class RankObserver : public engine::train::TrainingObserver {
+public:
+    explicit RankObserver(int rank) : m_prefix("tunebench: rank " + std::to_string(rank) + ": ") {}
+    void onLog(engine::LogLevel level, const std::string &text) override
+    {
+        if (level == engine::LogLevel::Warning || level == engine::LogLevel::Error)
+            std::fprintf(stderr, "%s%s: %s\n", m_prefix.c_str(), std::string(engine::logLevelName(level)).c_str(), text.c_str());
+    }
+
+private:
+    std::string m_prefix;
 };
 
 class TrainCommand : public Command {
@@ -114,6 +130,14 @@ public:
         m_command->add_option("--on-nan", m_onNan, "A non-finite loss stops the run or skips the step")
             ->check(CLI::IsMember({"stop", "skip"}))->capture_default_str();
         m_command->add_flag("--quiet,-q", m_quiet, "Print only the summary");
+        m_command->add_option("--dist-timeout", p.distributedTimeoutSeconds,
+                              "Data parallel (RANK/WORLD_SIZE from torchrun, srun or `tunebench launch`): seconds a rank "
+                              "waits for the others before the job fails")
+            ->capture_default_str();
+        m_command->add_option("--ddp-bucket-mb", p.bucketMegabytes,
+                              "Data parallel: gradient bucket size in MB, each summed as soon as backward filled it "
+                              "(DDP's bucket_cap_mb); 0 = sum all after backward")
+            ->capture_default_str();
     }
 
     CLI::App *subcommand() const override { return m_command; }
@@ -125,8 +149,12 @@ public:
         engine::train::TrainingParams params = m_params;
         params.storePath = m_globals.storePath;
         try {
+            params.distributed = engine::dist::distributedEnvFromProcess();
             const engine::Settings settings = engine::loadSettings();
             params.threads = m_threads >= 0 ? m_threads : settings.threads;
+            // Ranks sharing a machine share its cores (torchrun leaves one thread each; this splits them).
+            if (m_threads < 0 && settings.threads == 0 && params.distributed.localWorldSize > 1)
+                params.threads = std::max(1, engine::hardwareThreads() / params.distributed.localWorldSize);
             if (params.storePath.empty())
                 params.storePath = settings.effectiveStorePath().string();
             if (m_deviceMap == "auto")
@@ -159,17 +187,23 @@ public:
 
         if (m_preview)
             return preview(params);
+        const int rank = params.distributed.rank;
         ProgressBar bar(stderr);
         TerminalObserver verbose(bar);
         engine::train::TrainingObserver silent;
+        RankObserver secondary(rank);
         engine::JobControl control;
         InterruptWatcher watcher(control, [] {
             const char message[] = "\ntunebench: stopping after this step (Ctrl+C again to quit at once)\n";
             std::fwrite(message, 1, sizeof message - 1, stderr);
         });
-        const engine::train::TrainingOutcome outcome =
-            engine::train::runTraining(params, control, m_quiet ? silent : static_cast<engine::train::TrainingObserver &>(verbose));
+        engine::train::TrainingObserver &observer = rank > 0 ? secondary
+            : m_quiet                                         ? silent
+                                                              : static_cast<engine::train::TrainingObserver &>(verbose);
+        const engine::train::TrainingOutcome outcome = engine::train::runTraining(params, control, observer);
         bar.finish();
+        if (rank > 0) // rank 0 reports the run
+            return reportRank(outcome, rank);
         return report(outcome);
     }
 
@@ -217,6 +251,16 @@ private:
             std::fprintf(stderr, "tunebench: %s\n", e.what());
             return ExitFailed;
         }
+    }
+
+    static int reportRank(const engine::train::TrainingOutcome &outcome, int rank)
+    {
+        if (outcome.status == engine::JobStatus::Failed) {
+            std::fprintf(stderr, "tunebench: rank %d: %s: %s\n", rank, std::string(engine::errorKindName(outcome.error->kind)).c_str(),
+                         outcome.error->message.c_str());
+            return ExitFailed;
+        }
+        return outcome.status == engine::JobStatus::Succeeded ? ExitOk : ExitCancelled;
     }
 
     static int report(const engine::train::TrainingOutcome &outcome)

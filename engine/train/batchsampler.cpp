@@ -50,4 +50,13 @@ void BatchSampler::seek(int64_t shuffles, int64_t cursor)
     m_cursor = cursor;
 }
 
+std::vector<int64_t> rankShard(const std::vector<int64_t> &batch, int rank, int worldSize)
+{
+    std::vector<int64_t> shard;
+    shard.reserve(batch.size() / static_cast<size_t>(std::max(worldSize, 1)) + 1);
+    for (size_t i = static_cast<size_t>(rank); i < batch.size(); i += static_cast<size_t>(worldSize))
+        shard.push_back(batch[i]);
+    return shard;
+}
+
 } // namespace engine::train

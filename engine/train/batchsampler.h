@@ -33,4 +33,10 @@ private:
     int64_t m_cursor = 0;
 };
 
+/// Rank `rank`'s part of a batch drawn for all `worldSize` ranks: every worldSize-th index from its
+/// own position, as PyTorch's DistributedSampler interleaves its permutation. The shards of all ranks
+/// together are the batch, so N ranks with batch B train step by step on what one process with batch
+/// N * B does.
+std::vector<int64_t> rankShard(const std::vector<int64_t> &batch, int rank, int worldSize);
+
 } // namespace engine::train

@@ -12,6 +12,8 @@
 #include "engine/core/systeminfo.h"
 #include "engine/core/threads.h"
 #include "engine/core/torchdevice.h"
+#include "engine/dist/distributedgroup.h"
+#include "engine/dist/gradientreducer.h"
 #include "engine/io/safetensorsfile.h"
 #include "engine/model/llamaconfig.h"
 #include "engine/model/deviceplacement.h"
@@ -64,6 +66,17 @@ std::string formatDouble(double value, int precision = 4)
     std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
     return buffer;
 }
+
+/// This process's part in a data-parallel job: rank 0 of 1 without a group for a single process.
+struct RankContext {
+    dist::DistributedGroup *group = nullptr;
+    int rank = 0;
+    int world = 1;
+
+    bool primary() const { return rank == 0; }
+    /// The values summed over the ranks (themselves for a single process).
+    std::vector<double> sum(const std::vector<double> &values) const { return group ? group->sumScalars(values) : values; }
+};
 
 /// Everything resolved and checked before a run is created, so bad input never leaves a run behind.
 struct PreparedJob {
@@ -165,6 +178,8 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
 {
     PreparedJob job;
     job.device = torchDevice(params.device, "setting device");
+    if (params.distributed.distributed() && job.device.is_cuda() && !job.device.has_index()) // as torchrun scripts do
+        job.device = torch::Device(torch::kCUDA, static_cast<torch::DeviceIndex>(params.distributed.localRank));
     job.storePath = params.storePath.empty() ? loadSettings().effectiveStorePath() : std::filesystem::path(params.storePath);
     job.corpusPath = params.dataPath.empty() ? demoCorpusPath() : std::filesystem::path(params.dataPath);
 
@@ -297,7 +312,8 @@ std::unique_ptr<Optimizer> makeOptimizer(model::LlamaForCausalLM &model, const T
 /// Buffers metric samples and commits them in one transaction at most every flushInterval.
 class MetricsWriter {
 public:
-    MetricsWriter(store::RunStore &store, int64_t run) : m_store(store), m_run(run) {}
+    /// `store` null: a rank other than 0 of a data-parallel job, which writes nothing.
+    MetricsWriter(store::RunStore *store, int64_t run) : m_store(store), m_run(run) {}
     MetricsWriter(const MetricsWriter &) = delete;
     MetricsWriter &operator=(const MetricsWriter &) = delete;
     /// Commits what is pending, also when a step failed, so the store keeps every finished step.
@@ -331,15 +347,15 @@ public:
 
     void flush()
     {
-        if (!m_pending.empty())
-            m_store.appendMetrics(m_run, m_pending);
+        if (!m_pending.empty() && m_store)
+            m_store->appendMetrics(m_run, m_pending);
         m_pending.clear();
         m_lastFlush = Clock::now();
     }
 
 private:
     static constexpr double kFlushIntervalSeconds = 0.25;
-    store::RunStore &m_store;
+    store::RunStore *m_store;
     int64_t m_run;
     std::vector<store::MetricSample> m_pending;
     Clock::time_point m_lastFlush = Clock::now();
@@ -382,6 +398,8 @@ nlohmann::json runIdentity(const TrainingParams &params, const PreparedJob &job)
             {"sequences", job.sequences.size(0)}};
     if (params.precision != Precision::Fp32) // fp32 checkpoints from before precision existed resume as fp32
         identity["precision"] = precisionName(params.precision);
+    if (params.distributed.distributed()) // as precision: single-process checkpoints carry no world size
+        identity["world_size"] = params.distributed.worldSize;
     return identity;
 }
 
@@ -402,14 +420,15 @@ void checkResumable(const nlohmann::json &saved, const nlohmann::json &now, cons
             continue;
         if (it == saved.end() || here == now.end() || *it != *here) {
             // Only non-fp32 precisions are part of the identity (checkpoints from before it existed are fp32).
-            const std::string absent = key == "precision" ? "\"fp32\"" : "nothing";
+            const std::string absent = key == "precision" ? "\"fp32\"" : key == "world_size" ? "1" : "nothing";
             const std::string was = it == saved.end() ? absent : it->dump();
             std::string shown = here == now.end() ? absent : here->dump();
             if (shown.size() > 120)
                 shown = shown.substr(0, 117) + "...";
             throw invalidInput("cannot resume from " + checkpoint.string() + ": it was written with " + key + " = "
                                + (was.size() > 120 ? was.substr(0, 117) + "..." : was) + ", this run has " + shown
-                               + " (resume with the same model, method, data and batch settings)");
+                               + (key == "world_size" ? std::string(" (resume with as many ranks as the run was started with)")
+                                                      : std::string(" (resume with the same model, method, data and batch settings)")));
         }
     }
 }
@@ -444,8 +463,9 @@ torch::Tensor forwardLogits(model::LlamaForCausalLM &model, const torch::Tensor 
 }
 
 /// Mean cross-entropy over the eval windows (all, or the first evalBatches batches), in eval mode.
+/// In a data-parallel job each rank evaluates every world-th batch and the sums are added up.
 double evaluate(model::LlamaForCausalLM &model, const TrainingParams &params, const torch::Tensor &sequences,
-                const torch::Tensor &allLabels, torch::Device device)
+                const torch::Tensor &allLabels, torch::Device device, const RankContext &ranks)
 {
     torch::NoGradGuard noGrad;
     model->eval();
@@ -455,7 +475,7 @@ double evaluate(model::LlamaForCausalLM &model, const TrainingParams &params, co
         batches = std::min(batches, params.evalBatches);
     double lossSum = 0;
     int64_t tokens = 0;
-    for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t b = ranks.rank; b < batches; b += ranks.world) {
         const int64_t first = b * params.batchSize;
         const int64_t size = std::min(params.batchSize, count - first);
         const torch::Tensor batch = sequences.narrow(0, first, size).to(device);
@@ -469,7 +489,8 @@ double evaluate(model::LlamaForCausalLM &model, const TrainingParams &params, co
         tokens += labels.ne(kIgnoreLabel).sum().item<int64_t>();
     }
     model->train();
-    return lossSum / static_cast<double>(std::max<int64_t>(tokens, 1));
+    const std::vector<double> total = ranks.sum({lossSum, static_cast<double>(tokens)});
+    return total[0] / std::max(total[1], 1.0);
 }
 
 /// A greedy continuation of the sample prompt, logged and kept as a run event; the model goes back to training mode.
@@ -586,9 +607,28 @@ std::string saveNonFiniteStep(const std::filesystem::path &outputDir, int64_t st
     }
 }
 
+/// Rank 0's weights on every rank, as DDP does when it wraps a model: parameters and buffers.
+void broadcastWeights(model::LlamaForCausalLM &model, const RankContext &ranks)
+{
+    if (!ranks.group)
+        return;
+    torch::NoGradGuard noGrad;
+    std::vector<torch::Tensor> tensors;
+    for (const torch::Tensor &p : model->parameters())
+        tensors.push_back(p.detach());
+    for (const torch::Tensor &b : model->buffers()) {
+        if (b.is_contiguous())
+            tensors.push_back(b.detach());
+    }
+    ranks.group->broadcast(tensors, 0);
+}
+
+/// The steps of one run. `store` is null on the ranks other than 0 of a data-parallel job: they train
+/// their shard of every batch and write nothing.
 LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobControl &control,
-                    TrainingObserver &observer, store::RunStore &store, int64_t runId,
-                    const std::filesystem::path &outputDir, const std::optional<ResumePoint> &resume, LoopPosition &at)
+                    TrainingObserver &observer, store::RunStore *store, int64_t runId,
+                    const std::filesystem::path &outputDir, const std::optional<ResumePoint> &resume, LoopPosition &at,
+                    const RankContext &ranks)
 {
     torch::manual_seed(params.seed);
     model::LlamaForCausalLM model = buildModel(params, job, observer);
@@ -604,6 +644,10 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
         for (const auto &item : group.parameters)
             parameters.push_back(item.second);
     }
+    auto event = [&](LogLevel level, const std::string &text) {
+        if (store)
+            store->addEvent(runId, level, text);
+    };
 
     const int64_t sequenceCount = job.sequences.size(0);
     const int64_t totalSteps = params.totalSteps(sequenceCount);
@@ -613,6 +657,8 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
     const nlohmann::json identity = runIdentity(params, job);
 
     MetricsWriter writer(store, runId);
+    // Data parallelism: only the trainable parameters' gradients travel (LoRA: the adapters).
+    std::optional<dist::GradientReducer> reducer;
     LoopResult result;
     int64_t firstStep = 1;
     double wallOffset = 0;
@@ -630,13 +676,24 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
         observer.onLog(LogLevel::Info, "resumed from " + resume->checkpoint.string() + " at step "
                                            + std::to_string(resume->state.step) + " of " + std::to_string(totalSteps));
     }
+    if (ranks.group) {
+        at.phase = "sharing rank 0's weights";
+        broadcastWeights(model, ranks);
+        const bool overlap = params.bucketMegabytes > 0;
+        const auto bucketBytes = static_cast<int64_t>(params.bucketMegabytes * 1024 * 1024);
+        reducer.emplace(*ranks.group, parameters, overlap ? bucketBytes : int64_t(1) << 62, overlap);
+        observer.onLog(LogLevel::Info, "data parallel over " + std::to_string(ranks.world) + " ranks: "
+                                           + formatBytes(reducer->bytesPerStep()) + " of gradients per step in "
+                                           + std::to_string(reducer->bucketCount()) + " buckets"
+                                           + (overlap ? ", summed during backward" : ", summed after backward"));
+    }
 
     const auto start = Clock::now();
     double pausedSeconds = 0;
     double smoothedStepSeconds = 0;
     auto wallNow = [&] { return wallOffset + secondsSince(start) - pausedSeconds; };
     auto checkpoint = [&](int64_t step) {
-        if (step <= lastCheckpointStep || step == 0)
+        if (step <= lastCheckpointStep || step == 0 || !store)
             return;
         // Metrics up to this step reach the store first: a crash after the checkpoint then loses none
         // of the steps a resume does not redo.
@@ -644,7 +701,7 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
         CheckpointState state;
         state.step = step;
         state.runId = runId;
-        state.storePath = store.path().string();
+        state.storePath = store->path().string();
         state.samplerShuffles = sampler.shuffles();
         state.samplerCursor = sampler.cursor();
         state.optimizerSteps = optimizer->stepCount();
@@ -658,9 +715,10 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
         const std::filesystem::path folder = writeCheckpoint(outputDir, state, model, params, *optimizer, params.keepCheckpoints);
         lastCheckpointStep = step;
         result.lastCheckpoint = folder.string();
-        store.addEvent(runId, LogLevel::Info, "checkpoint at step " + std::to_string(step) + ": " + folder.string());
+        event(LogLevel::Info, "checkpoint at step " + std::to_string(step) + ": " + folder.string());
     };
-    const double tokensPerStep = static_cast<double>(params.batchSize * params.gradAccumulation * params.sequenceLength);
+    const double tokensPerStep
+        = static_cast<double>(params.batchSize * params.gradAccumulation * params.sequenceLength * ranks.world);
     // Memory per device: the process's resident peak for the CPU, the caching allocator's peak per GPU.
     std::vector<int> gpus;
     for (const torch::Tensor &p : model->parameters()) {
@@ -673,14 +731,15 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
         if (haveEval) {
             // Step 0: where the eval loss starts, so that the curve shows how far training moved it.
             at.phase = "evaluation";
-            const double before = evaluate(model, params, job.evalSequences, job.evalLabels, device);
+            const double before = evaluate(model, params, job.evalSequences, job.evalLabels, device, ranks);
             writer.addValue("eval/loss", 0, 0.0, before);
             writer.addValue("eval/perplexity", 0, 0.0, std::exp(before));
             observer.onLog(LogLevel::Info, "eval loss before training: " + formatDouble(before) + " (perplexity "
                                                + formatDouble(std::exp(before)) + ")");
         }
         at.phase = "generating the sample";
-        logSample(model, params, job, observer, store, runId, "before training", control);
+        if (store)
+            logSample(model, params, job, observer, *store, runId, "before training", control);
     }
 
     CpuUsageMeter cpuMeter; // the process's CPU use over each step (the system metrics)
@@ -694,7 +753,8 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
             if (go)
                 observer.onLog(LogLevel::Info, "resumed");
         }
-        if (control.cancelRequested()) {
+        // A stop on any rank stops all at this step: the others would wait for it in the next allreduce.
+        if (ranks.sum({control.cancelRequested() ? 1.0 : 0.0})[0] > 0) {
             result.status = JobStatus::Cancelled;
             break;
         }
@@ -711,14 +771,20 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
         std::vector<std::pair<torch::Tensor, torch::Tensor>> micro; // (rows, labels)
         int64_t labelled = 0;
         for (int64_t k = 0; k < params.gradAccumulation; ++k) {
-            const torch::Tensor index = torch::tensor(sampler.next(params.batchSize), torch::kInt64);
+            // Every rank draws the whole batch of all ranks and keeps its shard (DistributedSampler's order).
+            const std::vector<int64_t> drawn = sampler.next(params.batchSize * ranks.world);
+            const torch::Tensor index
+                = torch::tensor(ranks.world > 1 ? rankShard(drawn, ranks.rank, ranks.world) : drawn, torch::kInt64);
             micro.emplace_back(job.sequences.index_select(0, index), job.labels.index_select(0, index));
             labelled += micro.back().second.ne(kIgnoreLabel).sum().item<int64_t>();
         }
-        const double stepTokens = static_cast<double>(std::max<int64_t>(labelled, 1));
+        // Over all ranks: each rank's summed loss over the step's global target count, and gradients
+        // summed (not averaged) over the ranks, give exactly one process's gradient of the whole batch.
+        const double stepTokens = std::max(ranks.sum({static_cast<double>(labelled)})[0], 1.0);
         optimizer->zeroGrad();
         double lossValue = 0;
-        for (const auto &[rows, rowLabels] : micro) {
+        for (size_t k = 0; k < micro.size(); ++k) {
+            const auto &[rows, rowLabels] = micro[k];
             at.phase = "forward";
             const torch::Tensor batch = rows.to(device);
             const torch::Tensor logits = forwardLogits(model, batch, params.sequenceLength, amp);
@@ -731,7 +797,17 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
                 / stepTokens;
             lossValue += loss.item<double>();
             at.phase = "backward";
+            if (reducer)
+                reducer->prepare(/*synchronize=*/k + 1 == micro.size()); // as DDP's no_sync() before the last
             (scaler ? scaler->scale(loss) : loss).backward();
+        }
+        if (reducer) {
+            at.phase = "summing gradients over the ranks";
+            reducer->finish();
+            lossValue = ranks.sum({lossValue})[0];
+            const dist::GradientReducer::Timing timing = reducer->lastTiming();
+            writer.addValue("dist/allreduce_wait_seconds", step, wallNow(), timing.waitSeconds);
+            writer.addValue("dist/buckets_during_backward", step, wallNow(), timing.backwardLaunched);
         }
         at.phase = "optimizer step";
         StepMetrics metrics;
@@ -742,14 +818,15 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
         if (!std::isfinite(lossValue)) {
             const std::string what = "the loss is " + formatDouble(lossValue) + " at step " + std::to_string(step);
             if (params.nonFinite == NonFinitePolicy::Stop) {
-                at.nonFiniteStepFolder = saveNonFiniteStep(outputDir, step, model, params, job, micro, observer);
+                if (store) // rank 0 keeps its shard of the step
+                    at.nonFiniteStepFolder = saveNonFiniteStep(outputDir, step, model, params, job, micro, observer);
                 const std::string inspect = at.nonFiniteStepFolder.empty()
                     ? std::string("tunebench inspect, or the Inspect page")
                     : "tunebench inspect --model " + at.nonFiniteStepFolder + " --data " + at.nonFiniteStepFolder
                         + "/batch.safetensors, or Inspect on the Train page";
-                store.addEvent(runId, LogLevel::Error, what + "; run stopped before the update (inspect this step: " + inspect + ")");
-                if (!at.nonFiniteStepFolder.empty())
-                    store.addArtifact(runId, "nonfinite_step", at.nonFiniteStepFolder);
+                event(LogLevel::Error, what + "; run stopped before the update (inspect this step: " + inspect + ")");
+                if (store && !at.nonFiniteStepFolder.empty())
+                    store->addArtifact(runId, "nonfinite_step", at.nonFiniteStepFolder);
                 throw invalidInput("training diverged: " + what + "; lower the learning rate (now "
                                    + formatDouble(params.learningRate) + ") or find where the NaN first appears: " + inspect);
             }
@@ -759,7 +836,7 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
             }
             optimizer->zeroGrad();
             metrics.skipped = true;
-            store.addEvent(runId, LogLevel::Warning, what + "; step skipped (no update)");
+            event(LogLevel::Warning, what + "; step skipped (no update)");
             observer.onLog(LogLevel::Warning, what + "; step skipped (no update)");
         } else if (scaler && !scaler->unscale(parameters)) {
             // fp16 overflowed in backward (the loss itself is finite): no update, a smaller scale next step.
@@ -795,7 +872,7 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
         if (haveEval && ((params.evalEvery > 0 && step % params.evalEvery == 0) || step == totalSteps)) {
             at.phase = "evaluation";
             metrics.evaluated = true;
-            metrics.evalLoss = evaluate(model, params, job.evalSequences, job.evalLabels, device);
+            metrics.evalLoss = evaluate(model, params, job.evalSequences, job.evalLabels, device, ranks);
             metrics.evalPerplexity = std::exp(metrics.evalLoss);
             result.lastEvalLoss = metrics.evalLoss;
         }
@@ -819,8 +896,12 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
     // At stop (Ctrl+C, Stop) and at the end: the state after the last finished step.
     checkpoint(result.steps);
     at.phase = "generating the sample";
-    if (result.steps >= firstStep)
-        logSample(model, params, job, observer, store, runId, "after " + std::to_string(result.steps) + " steps", control);
+    if (result.steps >= firstStep && store)
+        logSample(model, params, job, observer, *store, runId, "after " + std::to_string(result.steps) + " steps", control);
+    if (ranks.group) { // rank 0 serves the rendezvous store: nobody leaves while another still needs it
+        at.phase = "finishing with the other ranks";
+        ranks.group->barrier();
+    }
     result.model = model;
     return result;
 }
@@ -828,11 +909,12 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
 /// runSteps, with an allocation failure turned into one message naming the device, phase and step, and
 /// what to change.
 LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobControl &control,
-                     TrainingObserver &observer, store::RunStore &store, int64_t runId,
-                     const std::filesystem::path &outputDir, const std::optional<ResumePoint> &resume, LoopPosition &at)
+                     TrainingObserver &observer, store::RunStore *store, int64_t runId,
+                     const std::filesystem::path &outputDir, const std::optional<ResumePoint> &resume, LoopPosition &at,
+                     const RankContext &ranks)
 {
     try {
-        return runSteps(params, job, control, observer, store, runId, outputDir, resume, at);
+        return runSteps(params, job, control, observer, store, runId, outputDir, resume, at, ranks);
     } catch (...) {
         const ErrorInfo info = currentExceptionInfo();
         if (info.kind != ErrorKind::OutOfMemory)
@@ -898,6 +980,43 @@ void writeLossPlot(TrainingOutcome &outcome, const std::vector<report::CurvePoin
     } catch (const std::exception &e) {
         // A missing picture is not worth failing a finished run for; say so.
         observer.onLog(LogLevel::Warning, std::string("could not write the loss plot: ") + e.what());
+    }
+}
+
+/// The settings every rank of a data-parallel job must share: all but the threads (a machine's own).
+std::string rankSettings(const TrainingParams &params)
+{
+    nlohmann::json settings = params.toJson();
+    settings.erase("threads");
+    settings["resume"] = params.resumeFrom;
+    return settings.dump();
+}
+
+/// Digest of what a rank will train and evaluate on (its tokenized rows and labels).
+uint64_t dataDigest(const PreparedJob &job)
+{
+    std::string bytes;
+    for (const torch::Tensor *t : {&job.sequences, &job.labels, &job.evalSequences, &job.evalLabels}) {
+        if (!t->defined())
+            continue;
+        const torch::Tensor c = t->contiguous();
+        bytes.append(static_cast<const char *>(c.data_ptr()), c.nbytes());
+    }
+    return contentHash(bytes);
+}
+
+/// Every rank tokenized the same rows: a rank reading another file, tokenizer or version of the data
+/// would silently train a different model. All ranks fail together when one differs.
+void requireSameData(const PreparedJob &job, const RankContext &ranks)
+{
+    const std::string mine = std::to_string(dataDigest(job)) + " " + std::to_string(job.sequences.size(0));
+    const std::string first = ranks.group->share("data", mine);
+    const double differing = ranks.sum({first == mine ? 0.0 : 1.0})[0];
+    if (differing > 0) {
+        throw invalidInput(std::to_string(static_cast<int>(differing)) + " of " + std::to_string(ranks.world)
+                           + " ranks tokenized other training data than rank 0 (rank 0: " + first.substr(first.find(' ') + 1)
+                           + " sequences, rank " + std::to_string(ranks.rank) + ": " + std::to_string(job.sequences.size(0))
+                           + "): every rank needs the same --data, tokenizer and data files");
     }
 }
 
@@ -1031,11 +1150,25 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
             point.state = readCheckpointState(point.checkpoint);
             resume = point;
         }
+        // Data parallelism: meet the other ranks before any work, so that a job set up wrong fails at once.
+        std::unique_ptr<dist::DistributedGroup> group;
+        RankContext ranks;
+        if (params.distributed.distributed()) {
+            observer.onLog(LogLevel::Info, "data parallel: " + params.distributed.describe() + "; waiting for the other ranks");
+            dist::DistributedGroup::Options options;
+            options.timeout = std::chrono::milliseconds(static_cast<int64_t>(params.distributedTimeoutSeconds * 1000));
+            options.settingsJson = rankSettings(params);
+            group = dist::DistributedGroup::connect(params.distributed, options);
+            ranks = {group.get(), group->rank(), group->worldSize()};
+            observer.onLog(LogLevel::Info, "all " + std::to_string(ranks.world) + " ranks joined (c10d TCPStore, Gloo)");
+        }
         job = prepare(params, control, observer);
         if (!job) {
             outcome.status = JobStatus::Cancelled;
             return outcome;
         }
+        if (ranks.group)
+            requireSameData(*job, ranks);
         if (resume)
             checkResumable(resume->state.identity, runIdentity(params, *job), resume->checkpoint);
         if (resume && params.totalSteps(job->sequences.size(0)) <= resume->state.step) {
@@ -1045,11 +1178,15 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
                                + " steps (give more --steps to continue training)");
         }
         const std::filesystem::path storePath = resume ? std::filesystem::path(resume->state.storePath) : job->storePath;
-        outcome.storePath = storePath.string();
-        store.emplace(store::RunStore::open(storePath));
         const std::string runName = params.runName.empty() ? defaultRunName(*job) : params.runName;
         std::filesystem::path outputDir;
-        if (resume) {
+        if (!ranks.primary()) {
+            // Rank 0 writes the run; this rank trains its shard and learns the run's id.
+            outcome.runId = std::stoll(ranks.group->share("run", ""));
+            outcome.resumedFromStep = resume ? resume->state.step : 0;
+        } else if (resume) {
+            outcome.storePath = storePath.string();
+            store.emplace(store::RunStore::open(storePath));
             outcome.runId = resume->state.runId;
             outputDir = resume->checkpoint.parent_path();
             store->resumeRun(outcome.runId, resume->state.step);
@@ -1059,6 +1196,8 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
             observer.onRunCreated(outcome.runId, outcome.storePath);
             store->addEvent(outcome.runId, LogLevel::Info, "resumed from " + resume->checkpoint.string());
         } else {
+            outcome.storePath = storePath.string();
+            store.emplace(store::RunStore::open(storePath));
             nlohmann::json config = {{"training", params.toJson()}, {"model", job->config.toJson()},
                                      {"tokenizer", job->tokenizerPath}, {"corpus", job->corpusPath.string()},
                                      {"corpus_tokens", job->corpusTokens}};
@@ -1078,19 +1217,24 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
                             "started: " + std::to_string(params.totalSteps(job->sequences.size(0))) + " steps, "
                                 + methodName(params.method) + ", " + std::to_string(job->config.parameterCount())
                                 + " parameters, " + std::to_string(params.threads > 0 ? params.threads : hardwareThreads())
-                                + " threads");
+                                + " threads" + (ranks.world > 1 ? " on each of " + std::to_string(ranks.world) + " ranks" : ""));
         }
+        if (ranks.group && ranks.primary())
+            ranks.group->share("run", std::to_string(outcome.runId));
         outcome.outputDir = outputDir.string();
         observer.onLog(LogLevel::Info, "run " + std::to_string(outcome.runId) + " in " + outcome.storePath + ": "
                                            + std::to_string(job->config.parameterCount()) + " parameters");
 
-        LoopResult loop = trainLoop(params, *job, control, observer, *store, outcome.runId, outputDir, resume, at);
+        LoopResult loop = trainLoop(params, *job, control, observer, store ? &*store : nullptr, outcome.runId, outputDir,
+                                    resume, at, ranks);
         outcome.status = loop.status;
         outcome.stepsCompleted = loop.steps;
         outcome.firstLoss = loop.firstLoss;
         outcome.lastLoss = loop.lastLoss;
         outcome.lastEvalLoss = loop.lastEvalLoss;
         outcome.lastCheckpoint = loop.lastCheckpoint;
+        if (!store) // the ranks other than 0 are done: rank 0 writes the plot, the model and the run's end
+            return outcome;
         std::vector<report::CurvePoint> curve = loop.curve;
         if (resume) { // the whole run's curve: the steps before the checkpoint are in the store
             curve.clear();

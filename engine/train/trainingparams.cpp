@@ -65,7 +65,7 @@ int64_t TrainingParams::totalSteps(int64_t sequences) const
 {
     if (epochs <= 0)
         return steps;
-    const int64_t perStep = batchSize * gradAccumulation;
+    const int64_t perStep = batchSize * gradAccumulation * distributed.worldSize;
     return epochs * std::max<int64_t>(1, (sequences + perStep - 1) / perStep);
 }
 
@@ -107,6 +107,10 @@ void TrainingParams::validate() const
         throw invalidInput("give either an eval data file or a validation fraction, not both");
     if (method == TrainingMethod::Lora)
         lora.validate();
+    requireFinite("distributed timeout", distributedTimeoutSeconds);
+    requireRange("distributed timeout", distributedTimeoutSeconds, 0.1, 86'400.0);
+    requireFinite("bucket size", bucketMegabytes);
+    requireRange("bucket size", bucketMegabytes, 0.0, 65'536.0);
     const int cores = hardwareThreads();
     if (threads < 0 || threads > cores) {
         throw invalidInput("setting threads = " + std::to_string(threads) + " is out of range: this machine has "
@@ -117,7 +121,7 @@ void TrainingParams::validate() const
 
 nlohmann::json TrainingParams::toJson() const
 {
-    return {
+    nlohmann::json json = {
         {"model", modelPath},
         {"data", dataPath},
         {"tokenizer", tokenizerPath},
@@ -158,6 +162,12 @@ nlohmann::json TrainingParams::toJson() const
         {"sample_prompt", samplePrompt},
         {"sample_tokens", sampleTokens},
     };
+    if (distributed.distributed()) { // data-parallel runs only: a single process's settings stay as they were
+        json["world_size"] = distributed.worldSize;
+        json["launcher"] = distributed.launcher;
+        json["bucket_mb"] = bucketMegabytes;
+    }
+    return json;
 }
 
 nlohmann::json devicePlacementJson(const std::vector<std::pair<std::string, std::string>> &placement)

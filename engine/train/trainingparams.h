@@ -1,6 +1,7 @@
 #pragma once
 // Settings of a training job: a value that the CLI and the UI fill and the trainer consumes.
 
+#include "engine/dist/distenv.h"
 #include "engine/model/lorasettings.h"
 #include "engine/train/lrschedule.h"
 
@@ -88,6 +89,13 @@ struct TrainingParams {
     std::string samplePrompt;   ///< when set, a greedy sample of this prompt is generated before and after training
     int64_t sampleTokens = 40;  ///< new tokens of that sample
     bool skipBadLines = false;  ///< a malformed JSONL line is skipped and counted instead of stopping the run
+
+    /// Data parallelism (engine/dist): this process's rank in the job, from the launcher's environment.
+    /// World size 1 = one process. Each rank trains on its shard of every batch of batchSize * worldSize
+    /// sequences; rank 0 alone writes the run.
+    dist::DistributedEnv distributed;
+    double distributedTimeoutSeconds = 300; ///< how long a rank waits for the others before it fails
+    double bucketMegabytes = 25;            ///< DDP's bucket_cap_mb; 0 = one allreduce after backward (no overlap)
 
     /// The number of optimizer steps: `steps`, or what `epochs` gives for `sequences` training sequences.
     int64_t totalSteps(int64_t sequences) const;
