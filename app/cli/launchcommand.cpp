@@ -6,11 +6,10 @@
 
 #include "app/cli/command.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
+#include "engine/core/freeport.h"
+
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,25 +25,6 @@ namespace app::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-/// A TCP port nobody listens on now (the kernel's choice), as torchrun --standalone picks one.
-int freeLoopbackPort()
-{
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = 0;
-    socklen_t length = sizeof addr;
-    int port = -1;
-    if (::bind(fd, reinterpret_cast<sockaddr *>(&addr), sizeof addr) == 0
-        && ::getsockname(fd, reinterpret_cast<sockaddr *>(&addr), &length) == 0)
-        port = ntohs(addr.sin_port);
-    ::close(fd);
-    return port;
-}
 
 std::string describeStatus(int status)
 {
@@ -90,7 +70,7 @@ public:
                                  "(only train runs data parallel)\n");
             return ExitUsage;
         }
-        const int port = m_port > 0 ? m_port : freeLoopbackPort();
+        const int port = m_port > 0 ? m_port : engine::freeLoopbackPort();
         if (port <= 0) {
             std::fprintf(stderr, "tunebench launch: found no free TCP port on 127.0.0.1 for the rendezvous; give --master-port\n");
             return ExitFailed;

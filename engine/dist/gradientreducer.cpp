@@ -6,6 +6,7 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -122,17 +123,17 @@ GradientReducer::GradientReducer(DistributedGroup &group, std::vector<torch::Ten
     struct Open {
         size_t bucket = 0;
         int64_t bytes = 0;
-        int64_t limit = kFirstBucketBytes;
+        int64_t limit = 0;
         bool any = false;
     };
+    const int64_t cap = std::max(bucketBytes, int64_t(1));
     std::map<std::tuple<std::string, int>, Open> open;
     for (size_t i = d.parameters.size(); i-- > 0;) {
         const torch::Tensor &p = d.parameters[i];
         TORCH_CHECK(p.requires_grad(), "GradientReducer: a parameter that is not trainable");
         Open &slot = open[{p.device().str(), static_cast<int>(p.scalar_type())}];
         if (!slot.any || slot.bytes >= slot.limit) {
-            if (slot.any)
-                slot.limit = std::max(bucketBytes, int64_t(1));
+            slot.limit = slot.any ? cap : std::min(cap, kFirstBucketBytes);
             slot.bucket = d.buckets.size();
             slot.bytes = 0;
             slot.any = true;

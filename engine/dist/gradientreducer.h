@@ -1,6 +1,6 @@
 #pragma once
 // Gradients summed over the ranks the way PyTorch's DDP does it: the parameters in buckets of about
-// 25 MB (the first one 1 MB, so that communication starts early), in reverse order (gradients arrive
+// 25 MB (the first one at most 1 MB, so that communication starts early), in reverse order (gradients arrive
 // roughly from the last layer back), and a hook on each parameter's gradient accumulator that
 // starts a bucket's allreduce as soon as its last gradient is in, while backward goes on with the
 // layers below. Buckets start in the same order on every rank, as Gloo needs.

@@ -682,6 +682,8 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
         const bool overlap = params.bucketMegabytes > 0;
         const auto bucketBytes = static_cast<int64_t>(params.bucketMegabytes * 1024 * 1024);
         reducer.emplace(*ranks.group, parameters, overlap ? bucketBytes : int64_t(1) << 62, overlap);
+        // Same weights, but each rank its own random stream: dropout masks must not repeat across the shards.
+        torch::manual_seed(params.seed ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(ranks.rank + 1)));
         observer.onLog(LogLevel::Info, "data parallel over " + std::to_string(ranks.world) + " ranks: "
                                            + formatBytes(reducer->bytesPerStep()) + " of gradients per step in "
                                            + std::to_string(reducer->bucketCount()) + " buckets"

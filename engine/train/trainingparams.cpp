@@ -108,7 +108,7 @@ void TrainingParams::validate() const
     if (method == TrainingMethod::Lora)
         lora.validate();
     requireFinite("distributed timeout", distributedTimeoutSeconds);
-    requireRange("distributed timeout", distributedTimeoutSeconds, 0.1, 86'400.0);
+    requireRange("distributed timeout", distributedTimeoutSeconds, 1.0, 86'400.0);
     requireFinite("bucket size", bucketMegabytes);
     requireRange("bucket size", bucketMegabytes, 0.0, 65'536.0);
     const int cores = hardwareThreads();
