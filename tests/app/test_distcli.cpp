@@ -187,7 +187,7 @@ TEST_F(DistCliTest, TwoRanksTrainTheCurveOfOneProcessWithTwiceTheBatchIntoOneRun
     EXPECT_TRUE(fs::exists(dir() / "two" / "model" / "model.safetensors"));
 }
 
-TEST_F(DistCliTest, LoraWithAccumulationTravelsOnlyTheAdaptersAndMatchesOneProcess)
+TEST_F(DistCliTest, LoraWithAccumulationAndCheckpointingMatchesOneProcess)
 {
     // A base with weights to adapt: a few full fine-tuning steps of the tiny model.
     const ProcessResult base = cli(trainArgs("base", {"--steps", "3", "--batch-size", "2"}), "base");
@@ -196,7 +196,8 @@ TEST_F(DistCliTest, LoraWithAccumulationTravelsOnlyTheAdaptersAndMatchesOneProce
     auto lora = [&](const std::string &output, const std::string &batch) {
         std::vector<std::string> args = trainArgs(output, {"--steps", "8", "--batch-size", batch, "--grad-accum", "2",
                                                            "--method", "lora", "--lora-r", "4", "--lr", "0.02",
-                                                           "--lora-dropout", "0"}); // dropout masks differ by rank
+                                                           "--lora-dropout", "0", // dropout masks differ by rank
+                                                           "--checkpointing"}); // hooks fire in the recomputation's backward
         args[2] = model; // --model
         return args;
     };

@@ -397,6 +397,7 @@ TEST_F(RunsPageTest, CloneSendsTheRunsConfigAndTheContextMenuHasEveryAction)
     ASSERT_EQ(clones.count(), 1);
     EXPECT_EQ(clones.at(0).at(0).toString().toStdString(), config);
     EXPECT_TRUE(child<QPlainTextEdit>("configView")->toPlainText().contains(QStringLiteral("learning_rate")));
+    EXPECT_FALSE(child<QLabel>("runDetailsFacts")->text().contains(QStringLiteral("Ranks")));
 
     EXPECT_EQ(view()->contextMenuPolicy(), Qt::ActionsContextMenu);
     const QList<QAction *> actions = view()->actions();
@@ -545,3 +546,14 @@ TEST_F(RunsPageTest, AReadOnlyStoreShowsTheRunsWithOneMessageAndWritesNothing)
 }
 
 } // namespace
+
+TEST_F(RunsPageTest, ADataParallelRunShowsItsRanks)
+{
+    const int64_t id = addRun("two ranks", 3, {}, {}, R"({"training": {"method": "full", "world_size": 2, "launcher": "torchrun"}})");
+    openPage();
+    clickRun(id);
+    const QString facts = child<QLabel>("runDetailsFacts")->text();
+    EXPECT_TRUE(facts.contains(QStringLiteral("Ranks"))) << facts.toStdString();
+    EXPECT_TRUE(facts.contains(QStringLiteral("2 (data parallel, torchrun)"))) << facts.toStdString();
+    EXPECT_TRUE(child<QPlainTextEdit>("configView")->toPlainText().contains(QStringLiteral("\"world_size\": 2")));
+}

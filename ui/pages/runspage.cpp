@@ -14,6 +14,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
@@ -90,6 +91,18 @@ QString prettyJson(const std::string &json)
 {
     const QJsonDocument document = QJsonDocument::fromJson(QByteArray::fromStdString(json));
     return document.isNull() ? QString::fromStdString(json) : QString::fromUtf8(document.toJson(QJsonDocument::Indented));
+}
+
+/// "2 (data parallel, torchrun)" for a run trained by several ranks; empty for one process.
+QString ranksText(const std::string &configJson)
+{
+    const QJsonObject training = QJsonDocument::fromJson(QByteArray::fromStdString(configJson)).object().value(QStringLiteral("training")).toObject();
+    const int ranks = training.value(QStringLiteral("world_size")).toInt(1);
+    if (ranks <= 1)
+        return {};
+    const QString launcher = training.value(QStringLiteral("launcher")).toString();
+    return launcher.isEmpty() ? RunsPage::tr("%1 (data parallel)").arg(ranks)
+                              : RunsPage::tr("%1 (data parallel, %2)").arg(ranks).arg(launcher);
 }
 
 } // namespace
@@ -625,6 +638,7 @@ void RunsPage::updateDetails()
     fact(tr("Created"), cell(RunsModel::CreatedColumn));
     fact(tr("Finished"), QString::fromStdString(run.finished).toHtmlEscaped());
     fact(tr("Duration"), cell(RunsModel::DurationColumn));
+    fact(tr("Ranks"), ranksText(run.configJson).toHtmlEscaped());
     fact(tr("Folder"), folder.toHtmlEscaped());
     m_detailsFacts->setText(QStringLiteral("<table>%1</table>").arg(facts.join(QString())));
 

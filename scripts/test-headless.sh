@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The configuration cluster nodes build: no GUI (-DTUNEBENCH_GUI=OFF), into build-headless/. Builds
+# the CLI and every engine and CLI test, and runs them (the data-parallel tests included; the UI tests
+# do not exist in this configuration).
+#   usage: scripts/test-headless.sh [ctest options...]   e.g. scripts/test-headless.sh -R Dist
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh --tests
+export TUNEBENCH_BUILD_DIR=${TUNEBENCH_HEADLESS_BUILD_DIR:-build-headless}
+TUNEBENCH_QUIET=1 scripts/build.sh -DTUNEBENCH_GUI=OFF -DTUNEBENCH_TESTS=ON
+cd "$TUNEBENCH_BUILD_DIR"
+# A node without Qt must be able to run it: the binary links no Qt library.
+if ldd app/tunebench | grep -q 'libQt'; then
+  echo "tunebench: the GUI-off build links Qt:" >&2
+  ldd app/tunebench | grep libQt >&2
+  exit 1
+fi
+ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" "$@"
