@@ -58,7 +58,7 @@ public:
             ->check(CLI::Range(1, 65535));
         m_command->add_option("--grace", m_graceSeconds, "Seconds the other ranks get to stop when one fails, before they are killed")
             ->capture_default_str();
-        m_command->add_option("command", m_arguments, "The tunebench command each rank runs, after --: train ARGS...");
+        m_command->add_option("command", m_arguments, "The command each rank runs, after --: train ARGS...");
     }
 
     CLI::App *subcommand() const override { return m_command; }
