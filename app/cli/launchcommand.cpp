@@ -13,12 +13,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace app::cli {
@@ -106,36 +108,49 @@ public:
 private:
     pid_t startRank(int rank, int port, const sigset_t &mask)
     {
+        // Everything the child needs is built here: between fork and exec it only makes system calls
+        // (another thread of this process may hold the allocator's lock at the fork).
         std::vector<std::string> args = {"tunebench"};
         if (!m_globals.storePath.empty())
             args.insert(args.end(), {"--db", m_globals.storePath});
         args.insert(args.end(), m_arguments.begin(), m_arguments.end());
+        const std::vector<std::pair<std::string, std::string>> vars = {
+            {"RANK", std::to_string(rank)}, {"LOCAL_RANK", std::to_string(rank)},
+            {"WORLD_SIZE", std::to_string(m_ranks)}, {"LOCAL_WORLD_SIZE", std::to_string(m_ranks)},
+            {"GROUP_RANK", "0"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}};
+        std::vector<std::string> environment;
+        for (char **entry = environ; *entry; ++entry) {
+            const std::string_view text(*entry);
+            const std::string_view name = text.substr(0, text.find('='));
+            const bool replaced = name == "TORCHELASTIC_USE_AGENT_STORE"
+                || std::any_of(vars.begin(), vars.end(), [&](const auto &var) { return var.first == name; });
+            if (!replaced)
+                environment.emplace_back(text);
+        }
+        for (const auto &[name, value] : vars)
+            environment.push_back(name + "=" + value);
+        std::vector<char *> argv, envp;
+        for (std::string &arg : args)
+            argv.push_back(arg.data());
+        argv.push_back(nullptr);
+        for (std::string &entry : environment)
+            envp.push_back(entry.data());
+        envp.push_back(nullptr);
+        static constexpr char kExecFailed[] = "tunebench launch: could not run a rank (exec /proc/self/exe failed)\n";
+
         const pid_t parent = ::getpid();
         const pid_t pid = ::fork();
         if (pid != 0)
             return pid;
         // The child: its own process group (a terminal's Ctrl+C reaches the launcher, which passes it on
-        // once), stopped if the launcher dies, and torchrun's variables.
+        // once), stopped if the launcher dies, the launcher's signal mask undone.
         ::setpgid(0, 0);
         ::prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (::getppid() != parent)
             ::_exit(ExitFailed);
         sigprocmask(SIG_SETMASK, &mask, nullptr);
-        const std::string size = std::to_string(m_ranks);
-        ::setenv("RANK", std::to_string(rank).c_str(), 1);
-        ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-        ::setenv("WORLD_SIZE", size.c_str(), 1);
-        ::setenv("LOCAL_WORLD_SIZE", size.c_str(), 1);
-        ::setenv("GROUP_RANK", "0", 1);
-        ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-        ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-        ::unsetenv("TORCHELASTIC_USE_AGENT_STORE");
-        std::vector<char *> argv;
-        for (std::string &arg : args)
-            argv.push_back(arg.data());
-        argv.push_back(nullptr);
-        ::execv("/proc/self/exe", argv.data());
-        std::fprintf(stderr, "tunebench launch: could not run rank %d: %s\n", rank, std::strerror(errno));
+        ::execve("/proc/self/exe", argv.data(), envp.data());
+        [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, kExecFailed, sizeof kExecFailed - 1);
         ::_exit(127);
     }
 
@@ -172,7 +187,10 @@ private:
                     status[r] = childStatus;
                     --running;
                     const int code = exitCodeOf(childStatus);
-                    const bool stopped = code == ExitCancelled && interrupted;
+                    // After a stop was passed on: a rank that stopped at a step (130), or one the signal
+                    // ended before it could catch it (still starting), has not failed.
+                    const bool stopped = interrupted
+                        && (code == ExitCancelled || code == 128 + SIGINT || code == 128 + SIGTERM);
                     if (code != 0 && !stopped && !failure) {
                         failure = code;
                         if (running > 0) {

@@ -5,6 +5,8 @@
 //   engine/core/autocast.cpp  autocast switches take the device type (2.4)
 //   engine/io/dtypetorch.cpp   unsigned 16/32/64-bit and 8-bit float scalar types (2.2 / 2.3)
 //   tests/engine/plan/test_memorymeasure.cpp  c10::Allocator::allocate lost its const (2.3)
+// (engine/dist/distributedgroup.cpp tests for TCPStoreOptions::useLibUV, a member 1.13 lacks, rather
+// than a version.)
 // CUDA-only code lives in engine/core/cudainfo.cpp, guarded by TUNEBENCH_TORCH_CUDA instead.
 
 #include <torch/version.h>

@@ -52,9 +52,20 @@ std::string hostPort(const DistributedEnv &env)
     return env.masterAddr + ":" + std::to_string(env.masterPort);
 }
 
+/// The classic TCPStore server: libtorch 2.4+ asks for its libuv one by default, which Debian 13's
+/// libtorch 2.6 is built without ("use_libuv was requested but PyTorch was build without libuv
+/// support"); 1.13 has only the classic one (and no such field: the member is tested, not the version).
+template <typename StoreOptions>
+void useClassicServer(StoreOptions &options)
+{
+    if constexpr (requires { options.useLibUV; })
+        options.useLibUV = false;
+}
+
 c10::intrusive_ptr<c10d::Store> openStore(const DistributedEnv &env, std::chrono::milliseconds timeout)
 {
     c10d::TCPStoreOptions options;
+    useClassicServer(options);
     options.port = static_cast<std::uint16_t>(env.masterPort);
     options.isServer = env.rank == 0 && !env.agentStore;
     options.waitWorkers = false; // arrivals are counted below, with a message that says who is missing
@@ -89,6 +100,21 @@ void storeSet(c10d::Store &store, const std::string &key, const std::string &val
     store.set(key, std::vector<uint8_t>(value.begin(), value.end()));
 }
 
+/// Polls the counter `key` until it reaches `count`; false when `deadline` passes first.
+bool awaitCount(c10d::Store &store, const std::string &key, int64_t count, Clock::time_point deadline, int64_t *seen = nullptr)
+{
+    for (;;) {
+        const int64_t now = store.add(key, 0);
+        if (seen)
+            *seen = now;
+        if (now >= count)
+            return true;
+        if (Clock::now() >= deadline)
+            return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
 /// Every rank counts itself in and waits until WORLD_SIZE distinct ranks have.
 void awaitRanks(c10d::Store &store, const DistributedEnv &env, std::chrono::milliseconds timeout)
 {
@@ -97,30 +123,29 @@ void awaitRanks(c10d::Store &store, const DistributedEnv &env, std::chrono::mill
                            "each rank of the job needs its own");
     }
     store.add("arrived", 1);
-    const auto deadline = Clock::now() + timeout;
-    for (;;) {
-        const int64_t arrived = store.add("arrived", 0);
-        if (arrived == env.worldSize)
-            return;
-        if (arrived > env.worldSize) {
-            throw invalidInput(std::to_string(arrived) + " processes joined a job of WORLD_SIZE=" + std::to_string(env.worldSize)
-                               + " at " + hostPort(env) + ": start as many ranks as the world size says");
-        }
-        if (Clock::now() >= deadline) {
-            throw ioError("only " + std::to_string(arrived) + " of " + std::to_string(env.worldSize) + " ranks reached the "
-                          "rendezvous at " + hostPort(env) + " within " + seconds(timeout) + ": start all "
-                          + std::to_string(env.worldSize) + " ranks (WORLD_SIZE), or set WORLD_SIZE to the ranks started");
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    int64_t arrived = 0;
+    const bool all = awaitCount(store, "arrived", env.worldSize, Clock::now() + timeout, &arrived);
+    if (arrived > env.worldSize) {
+        throw invalidInput(std::to_string(arrived) + " processes joined a job of WORLD_SIZE=" + std::to_string(env.worldSize)
+                           + " at " + hostPort(env) + ": start as many ranks as the world size says");
+    }
+    if (!all) {
+        throw ioError("only " + std::to_string(arrived) + " of " + std::to_string(env.worldSize) + " ranks reached the "
+                      "rendezvous at " + hostPort(env) + " within " + seconds(timeout) + ": start all "
+                      + std::to_string(env.worldSize) + " ranks (WORLD_SIZE), or set WORLD_SIZE to the ranks started");
     }
 }
 
-/// Each rank posts its settings; any rank whose settings differ from this one's is named.
-void compareSettings(c10d::Store &store, const DistributedEnv &env, const std::string &settings)
+/// Each rank posts its settings and reads everyone's; any rank whose settings differ from this one's
+/// is named. Nobody leaves before all have read (rank 0 serves the store: its exit would cut the
+/// others off with "connection reset" instead of this message).
+void compareSettings(c10d::Store &store, const DistributedEnv &env, const std::string &settings,
+                     std::chrono::milliseconds timeout)
 {
     storeSet(store, "settings/" + std::to_string(env.rank), settings);
     const size_t mine = std::hash<std::string>{}(settings);
-    for (int other = 0; other < env.worldSize; ++other) {
+    std::string problem;
+    for (int other = 0; other < env.worldSize && problem.empty(); ++other) {
         if (other == env.rank)
             continue;
         const std::string theirs = storeText(store, "settings/" + std::to_string(other));
@@ -129,9 +154,20 @@ void compareSettings(c10d::Store &store, const DistributedEnv &env, const std::s
         std::string difference = settingsDifference(settings, theirs);
         if (difference.empty())
             difference = "the settings differ";
-        throw invalidInput("rank " + std::to_string(other) + " was started with other settings than rank "
-                           + std::to_string(env.rank) + ": " + difference + " (start every rank with the same command)");
+        problem = "rank " + std::to_string(other) + " was started with other settings than rank " + std::to_string(env.rank)
+            + ": " + difference + " (start every rank with the same command)";
     }
+    store.add("settings-read", 1);
+    const auto deadline = Clock::now() + timeout;
+    awaitCount(store, "settings-read", env.worldSize, deadline);
+    if (problem.empty())
+        return;
+    // Failing: rank 0, whose store the others still use, goes last.
+    if (env.rank == 0)
+        awaitCount(store, "settings-left", env.worldSize - 1, deadline);
+    else
+        store.add("settings-left", 1);
+    throw invalidInput(problem);
 }
 
 std::shared_ptr<::gloo::transport::Device> glooDevice(const DistributedEnv &env)
@@ -211,7 +247,7 @@ std::unique_ptr<DistributedGroup> DistributedGroup::connect(const DistributedEnv
     impl->store = openStore(env, options.timeout);
     try {
         awaitRanks(*impl->store, env, options.timeout);
-        compareSettings(*impl->store, env, options.settingsJson);
+        compareSettings(*impl->store, env, options.settingsJson, options.timeout);
     } catch (const Error &) {
         throw;
     } catch (const std::exception &e) {
@@ -274,12 +310,15 @@ void DistributedGroup::broadcast(std::vector<torch::Tensor> &tensors, int root)
     }
 }
 
-void DistributedGroup::barrier()
+void DistributedGroup::barrier(std::optional<std::chrono::milliseconds> timeout)
 {
+    const std::chrono::milliseconds limit = timeout.value_or(m_timeout);
     try {
-        m_impl->gloo->barrier()->wait();
+        c10d::BarrierOptions options;
+        options.timeout = limit;
+        m_impl->gloo->barrier(options)->wait();
     } catch (const std::exception &e) {
-        throw ioError(collectiveFailure("waiting for the other ranks", shortMessage(e), m_timeout));
+        throw ioError(collectiveFailure("waiting for the other ranks", shortMessage(e), limit));
     }
 }
 

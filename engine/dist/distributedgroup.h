@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,8 +67,9 @@ public:
     void broadcast(std::vector<torch::Tensor> &tensors, int root = 0);
     /// Rank 0 publishes a short value under `key`; every other rank gets it (waiting for it).
     std::string share(const std::string &key, const std::string &valueOnRank0);
-    /// Returns when every rank has called it (before rank 0, which serves the store, exits).
-    void barrier();
+    /// Returns when every rank has called it, or throws Error(Io) after `timeout` (default: the
+    /// group's). The ranks wait in one while rank 0 alone writes a checkpoint, which may take longer.
+    void barrier(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
 
 private:
     struct Impl;

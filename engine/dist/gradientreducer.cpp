@@ -111,7 +111,7 @@ private:
 } // namespace
 
 GradientReducer::GradientReducer(DistributedGroup &group, std::vector<torch::Tensor> parameters, int64_t bucketBytes, bool overlap)
-    : m_impl(std::make_unique<Impl>(group))
+    : m_impl(std::make_shared<Impl>(group))
 {
     Impl &d = *m_impl;
     d.parameters = std::move(parameters);
@@ -153,8 +153,11 @@ GradientReducer::GradientReducer(DistributedGroup &group, std::vector<torch::Ten
     for (size_t i = 0; i < d.parameters.size(); ++i) {
         std::shared_ptr<torch::autograd::Node> accumulator = torch::autograd::impl::grad_accumulator(d.parameters[i]);
         TORCH_CHECK(accumulator, "GradientReducer: a parameter without a gradient accumulator (not a leaf)");
-        Impl *impl = &d;
-        d.hookKeys.push_back(accumulator->add_post_hook(std::make_unique<ReadyHook>([impl, i] { impl->markReady(i); })));
+        const std::weak_ptr<Impl> weak = m_impl;
+        d.hookKeys.push_back(accumulator->add_post_hook(std::make_unique<ReadyHook>([weak, i] {
+            if (const std::shared_ptr<Impl> impl = weak.lock())
+                impl->markReady(i);
+        })));
         d.accumulators.push_back(std::move(accumulator));
     }
 }
@@ -188,12 +191,24 @@ void GradientReducer::finish()
     for (Bucket &bucket : d.buckets) // a gradient that never came (an unused parameter) counts as zero
         bucket.waiting = 0;
     d.launchReady(/*inBackward=*/false);
+    // Which parameters got a gradient on some rank (DDP's globally unused parameters keep none).
+    std::vector<float> hasGradient(d.parameters.size());
+    for (size_t i = 0; i < d.parameters.size(); ++i)
+        hasGradient[i] = d.parameters[i].grad().defined() ? 1.0f : 0.0f;
+    torch::Tensor used = torch::tensor(hasGradient, torch::kFloat32);
+    PendingCollective usedSum = d.group.allreduceSumAsync(used);
     double waited = 0;
+    const auto usedStart = Clock::now();
+    usedSum.wait();
+    waited += secondsSince(usedStart);
+    const float *usedAnywhere = used.data_ptr<float>();
     for (Bucket &bucket : d.buckets) {
         const auto waitStart = Clock::now();
         bucket.work.wait();
         waited += secondsSince(waitStart);
         for (size_t k = 0; k < bucket.parameters.size(); ++k) {
+            if (usedAnywhere[bucket.parameters[k]] == 0.0f)
+                continue;
             torch::Tensor &parameter = d.parameters[bucket.parameters[k]];
             const torch::Tensor sum = bucket.flat.narrow(0, bucket.offsets[k], parameter.numel()).view(parameter.sizes());
             if (!parameter.grad().defined())

@@ -36,8 +36,9 @@ public:
     /// the others just accumulate locally).
     void prepare(bool synchronize);
     /// After the last backward: starts the buckets still waiting (a parameter that got no gradient
-    /// counts as zero), waits for all, and writes the sums into the parameters' gradients. Throws
-    /// Error(Io) when a peer failed.
+    /// here counts as zero), waits for all, and writes the sums into the parameters' gradients. A
+    /// parameter that got no gradient on any rank keeps none (the optimizer skips it, as one process
+    /// would). Throws Error(Io) when a peer failed.
     void finish();
 
     struct Timing {
@@ -53,7 +54,8 @@ public:
 
 private:
     struct Impl;
-    std::unique_ptr<Impl> m_impl;
+    std::shared_ptr<Impl> m_impl; ///< shared with the hooks (weakly): a hook still running on a device's
+                                  ///< autograd thread after an error never touches a destroyed reducer
 };
 
 } // namespace engine::dist

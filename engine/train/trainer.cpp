@@ -74,6 +74,13 @@ struct RankContext {
     int world = 1;
 
     bool primary() const { return rank == 0; }
+    /// Where the ranks wait while rank 0 alone writes (a checkpoint, the sample, a failing step): that
+    /// may take far longer than a step, so the wait is long (10x the timeout, at least 30 minutes).
+    void waitForRank0() const
+    {
+        if (group)
+            group->barrier(std::max<std::chrono::milliseconds>(group->timeout() * 10, std::chrono::minutes(30)));
+    }
     /// The values summed over the ranks (themselves for a single process).
     std::vector<double> sum(const std::vector<double> &values) const { return group ? group->sumScalars(values) : values; }
 };
@@ -695,8 +702,13 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
     double smoothedStepSeconds = 0;
     auto wallNow = [&] { return wallOffset + secondsSince(start) - pausedSeconds; };
     auto checkpoint = [&](int64_t step) {
-        if (step <= lastCheckpointStep || step == 0 || !store)
+        if (step <= lastCheckpointStep || step == 0)
             return;
+        if (!store) { // the other ranks wait for rank 0's checkpoint (every rank reaches this at the same step)
+            lastCheckpointStep = step;
+            ranks.waitForRank0();
+            return;
+        }
         // Metrics up to this step reach the store first: a crash after the checkpoint then loses none
         // of the steps a resume does not redo.
         writer.flush();
@@ -718,6 +730,7 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
         lastCheckpointStep = step;
         result.lastCheckpoint = folder.string();
         event(LogLevel::Info, "checkpoint at step " + std::to_string(step) + ": " + folder.string());
+        ranks.waitForRank0();
     };
     const double tokensPerStep
         = static_cast<double>(params.batchSize * params.gradAccumulation * params.sequenceLength * ranks.world);
@@ -742,6 +755,7 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
         at.phase = "generating the sample";
         if (store)
             logSample(model, params, job, observer, *store, runId, "before training", control);
+        ranks.waitForRank0();
     }
 
     CpuUsageMeter cpuMeter; // the process's CPU use over each step (the system metrics)
@@ -822,6 +836,7 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
             if (params.nonFinite == NonFinitePolicy::Stop) {
                 if (store) // rank 0 keeps its shard of the step
                     at.nonFiniteStepFolder = saveNonFiniteStep(outputDir, step, model, params, job, micro, observer);
+                ranks.waitForRank0(); // all stop together, once rank 0 has kept the step
                 const std::string inspect = at.nonFiniteStepFolder.empty()
                     ? std::string("tunebench inspect, or the Inspect page")
                     : "tunebench inspect --model " + at.nonFiniteStepFolder + " --data " + at.nonFiniteStepFolder
@@ -900,10 +915,8 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
     at.phase = "generating the sample";
     if (result.steps >= firstStep && store)
         logSample(model, params, job, observer, *store, runId, "after " + std::to_string(result.steps) + " steps", control);
-    if (ranks.group) { // rank 0 serves the rendezvous store: nobody leaves while another still needs it
-        at.phase = "finishing with the other ranks";
-        ranks.group->barrier();
-    }
+    at.phase = "finishing with the other ranks";
+    ranks.waitForRank0(); // the last collective: rank 0 may still be generating the sample
     result.model = model;
     return result;
 }
@@ -1165,7 +1178,8 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
             observer.onLog(LogLevel::Info, "all " + std::to_string(ranks.world) + " ranks joined (c10d TCPStore, Gloo)");
         }
         job = prepare(params, control, observer);
-        if (!job) {
+        // A stop during preparation on any rank cancels all (the others would wait for it).
+        if (ranks.sum({job ? 0.0 : 1.0})[0] > 0) {
             outcome.status = JobStatus::Cancelled;
             return outcome;
         }

@@ -166,6 +166,7 @@ nlohmann::json TrainingParams::toJson() const
         json["world_size"] = distributed.worldSize;
         json["launcher"] = distributed.launcher;
         json["bucket_mb"] = bucketMegabytes;
+        json["dist_timeout"] = distributedTimeoutSeconds;
     }
     return json;
 }

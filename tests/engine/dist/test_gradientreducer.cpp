@@ -119,8 +119,8 @@ TEST(GradientReducerTest, EveryRankHoldsTheSumOfAllRanksGradients)
         for (const torch::Tensor &p : net.parameters())
             result[rank].push_back(p.grad().clone());
     });
-    ASSERT_EQ(result[0].size(), g0.size());
     for (int rank = 0; rank < 2; ++rank) {
+        ASSERT_EQ(result[rank].size(), g0.size()) << "rank " << rank;
         for (size_t i = 0; i < g0.size(); ++i) {
             const torch::Tensor expected = g0[i] + g1[i];
             EXPECT_TRUE(torch::allclose(result[rank][i], expected, 1e-5, 1e-6))
@@ -152,36 +152,51 @@ TEST(GradientReducerTest, WithoutOverlapTheSumsWaitForTheEndOfBackward)
             result[rank].push_back(p.grad().clone());
     });
     EXPECT_DOUBLE_EQ(launched[0], 0.0);
+    ASSERT_EQ(result[1].size(), g0.size());
     for (size_t i = 0; i < g0.size(); ++i)
         EXPECT_TRUE(torch::allclose(result[1][i], g0[i] + g1[i], 1e-5, 1e-6));
 }
 
-TEST(GradientReducerTest, OnlyTrainableParametersTravelAndAnUnusedOneCountsAsZero)
+TEST(GradientReducerTest, OnlyTrainableParametersTravelAndUnusedOnesAreHandledAsDdpDoes)
 {
     const int port = engine::freeLoopbackPort();
     std::vector<int64_t> bytes(2);
-    std::vector<torch::Tensor> unusedGrad(2);
+    std::vector<bool> unusedDefined(2, true);
+    std::vector<torch::Tensor> partlyUsedGrad(2);
     onRanks(2, [&](int rank) {
         auto group = connect(rank, 2, port);
         Net net;
         net.a->weight.set_requires_grad(false); // frozen, as a LoRA base
-        torch::Tensor unused = torch::ones({3}, torch::requires_grad());
+        torch::Tensor unused = torch::ones({3}, torch::requires_grad());        // no rank uses it
+        torch::Tensor usedByRank1 = torch::ones({2}, torch::requires_grad());   // only rank 1 uses it
         std::vector<torch::Tensor> trainable;
         for (const torch::Tensor &p : net.parameters()) {
             if (p.requires_grad())
                 trainable.push_back(p);
         }
         trainable.push_back(unused);
+        trainable.push_back(usedByRank1);
         GradientReducer reducer(*group, trainable);
         bytes[rank] = reducer.bytesPerStep();
         reducer.prepare(true);
-        net.forward(inputFor(rank, 0)).sum().backward();
+        torch::Tensor loss = net.forward(inputFor(rank, 0)).sum();
+        if (rank == 1)
+            loss = loss + usedByRank1.sum() * 3;
+        loss.backward();
         reducer.finish();
-        unusedGrad[rank] = unused.grad().clone();
+        unusedDefined[rank] = unused.grad().defined();
+        partlyUsedGrad[rank] = usedByRank1.grad().defined() ? usedByRank1.grad().clone() : torch::Tensor();
     });
-    const int64_t expected = (32 + 32 * 32 + 32 + 4 * 32 + 4 + 3) * 4; // all but a.weight (16 x 32), plus `unused`
+    const int64_t expected = (32 + 32 * 32 + 32 + 4 * 32 + 4 + 3 + 2) * 4; // all but a.weight (16 x 32), plus the two
     EXPECT_EQ(bytes[0], expected);
-    EXPECT_TRUE(torch::equal(unusedGrad[0], torch::zeros({3})));
+    // Used by no rank: no gradient anywhere, so the optimizer leaves it alone as one process would.
+    EXPECT_FALSE(unusedDefined[0]);
+    EXPECT_FALSE(unusedDefined[1]);
+    // Used by one rank: every rank gets that rank's gradient (the other's counts as zero).
+    for (int rank = 0; rank < 2; ++rank) {
+        ASSERT_TRUE(partlyUsedGrad[rank].defined()) << "rank " << rank;
+        EXPECT_TRUE(torch::equal(partlyUsedGrad[rank], torch::full({2}, 3.0f))) << "rank " << rank;
+    }
 }
 
 TEST(GradientReducerTest, ScalarsAndBroadcast)
@@ -200,6 +215,7 @@ TEST(GradientReducerTest, ScalarsAndBroadcast)
         group->barrier();
     });
     for (int rank = 0; rank < 3; ++rank) {
+        ASSERT_TRUE(received[rank].defined()) << "rank " << rank;
         EXPECT_EQ(sums[rank], (std::vector<double>{3.0, 3.0}));
         EXPECT_TRUE(torch::equal(received[rank], torch::full({4}, 10.0)));
         EXPECT_EQ(shared[rank], "42");
