@@ -1,4 +1,5 @@
 #include "engine/core/error.h"
+#include "engine/core/torcherror.h"
 
 #include <c10/util/Exception.h>
 
@@ -38,6 +39,22 @@ ErrorInfo currentExceptionInfo()
     } catch (...) {
         return {ErrorKind::Internal, "unknown exception"};
     }
+}
+
+std::string torchErrorText(const std::exception &error)
+{
+    std::string text;
+    if (const auto *c10error = dynamic_cast<const c10::Error *>(&error))
+        text = c10error->what_without_backtrace();
+    else
+        text = error.what();
+    // c10 appends "\nException raised from ..." on some builds; keep the message itself.
+    const size_t raised = text.find("\nException raised from");
+    if (raised != std::string::npos)
+        text.erase(raised);
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+        text.pop_back();
+    return text;
 }
 
 } // namespace engine

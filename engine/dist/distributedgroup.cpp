@@ -1,6 +1,7 @@
 #include "engine/dist/distributedgroup.h"
 
 #include "engine/core/error.h"
+#include "engine/core/torcherror.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -27,11 +28,7 @@ std::string seconds(std::chrono::milliseconds timeout)
 /// The first line of an exception's text, without c10's backtrace.
 std::string shortMessage(const std::exception &e)
 {
-    std::string text;
-    if (const auto *c10 = dynamic_cast<const c10::Error *>(&e))
-        text = c10->what_without_backtrace();
-    else
-        text = e.what();
+    std::string text = torchErrorText(e);
     if (const size_t end = text.find('\n'); end != std::string::npos)
         text.resize(end);
     return text;

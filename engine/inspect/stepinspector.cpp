@@ -116,22 +116,6 @@ bool isFinite(double v) { return std::isfinite(v); }
 
 } // namespace
 
-std::string torchErrorText(const std::exception &error)
-{
-    std::string text;
-    if (const auto *c10error = dynamic_cast<const c10::Error *>(&error))
-        text = c10error->what_without_backtrace();
-    else
-        text = error.what();
-    // c10 appends "\nException raised from ..." on some builds; keep the message itself.
-    const size_t raised = text.find("\nException raised from");
-    if (raised != std::string::npos)
-        text.erase(raised);
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
-        text.pop_back();
-    return text;
-}
-
 void fillGradientFlow(const StepProgram &program, InspectionReport &report)
 {
     std::unordered_set<const c10::TensorImpl *> inOptimizer;

@@ -7,6 +7,7 @@
 //                     p.parameters = named(model); return p; };
 //   InspectionReport report = inspectStep(make, options);
 
+#include "engine/core/torcherror.h"
 #include "engine/inspect/inspector.h"
 #include "engine/inspect/report.h"
 
@@ -44,7 +45,6 @@ InspectionReport inspectStep(const StepFactory &make, const InspectOptions &opti
 /// Fills report.gradients and report.gradientProblems from the parameters after backward.
 void fillGradientFlow(const StepProgram &program, InspectionReport &report);
 
-/// The first line of a torch error, without the C++ backtrace PyTorch appends.
-std::string torchErrorText(const std::exception &error);
+using engine::torchErrorText; // engine/core/torcherror.h
 
 } // namespace engine::inspect
