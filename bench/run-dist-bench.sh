@@ -41,8 +41,9 @@ for case in $cases; do
         ranks2-no-overlap) "$bin" --db "$db" launch --nproc 2 -- train "${common[@]}" --batch-size "$batch" \
                              --ddp-bucket-mb 0 --output "$out" >/dev/null ;;
       esac
-      "$bin" --db "$db" runs metrics "$out" --key train/tokens_per_second --key train/step_seconds \
-        --key dist/allreduce_wait_seconds --json >"$work/metrics.json"
+      keys=(--key train/tokens_per_second --key train/step_seconds)
+      [[ $job == single ]] || keys+=(--key dist/allreduce_wait_seconds)
+      "$bin" --db "$db" runs metrics "$out" "${keys[@]}" --json >"$work/metrics.json"
       /usr/bin/python3 - "$work/metrics.json" "$case" "$job" >>"$results" <<'PY'
 import json, statistics, sys
 metrics, case, job = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
