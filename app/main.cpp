@@ -1,6 +1,9 @@
-// tunebench: the GUI with no arguments (when a display is there), headless subcommands otherwise.
+// tunebench-full: the whole program, libtorch linked: the GUI with no arguments (when a display is
+// there), every headless subcommand otherwise. `tunebench` (front.cpp) runs the commands that need no
+// libtorch itself and execs this for the rest.
 
 #include "app/cli/command.h"
+#include "app/cli/rootapp.h"
 
 #include "engine/core/settings.h"
 #include "engine/core/systeminfo.h"
@@ -62,16 +65,9 @@ int main(int argc, char **argv)
     }
 #endif
 
-    CLI::App app{"tunebench: fine-tune and debug transformer language models.\n"
-                 "Run without arguments for the desktop GUI (or, with no display, the demo in the terminal)."};
-    app.set_version_flag("--version", engine::versionLine());
-    app.fallthrough();
-    app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast); // a repeated flag: the last wins
-    app.failure_message([](const CLI::App *, const CLI::Error &e) {
-        return std::string("tunebench: ") + e.what() + " (see --help)\n";
-    });
+    CLI::App app;
     app::cli::GlobalOptions globals;
-    app.add_option("--db", globals.storePath, "Run database (default: the setting, else ~/.local/share/tunebench/runs.sqlite3)");
+    app::cli::configureRootApp(app, globals);
 
     std::vector<std::unique_ptr<app::cli::Command>> commands;
     commands.push_back(app::cli::makeTrainCommand(app, globals));

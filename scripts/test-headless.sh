@@ -12,9 +12,11 @@ cd "$TUNEBENCH_BUILD_DIR"
 # A node without Qt must be able to run it: the binary itself needs no Qt library. (Its NEEDED
 # entries, not ldd's closure: Debian 12's libtorch_cpu needs OpenCV's highgui, which needs Qt 5; that
 # comes with libtorch on every node and is none of tunebench's.)
-if readelf -d app/tunebench | grep NEEDED | grep -q 'libQt'; then
-  echo "tunebench: the GUI-off build links Qt:" >&2
-  readelf -d app/tunebench | grep NEEDED | grep libQt >&2
-  exit 1
-fi
+for binary in app/tunebench app/tunebench-full; do
+  if readelf -d "$binary" | grep NEEDED | grep -q 'libQt'; then
+    echo "tunebench: the GUI-off build's $binary links Qt:" >&2
+    readelf -d "$binary" | grep NEEDED | grep libQt >&2
+    exit 1
+  fi
+done
 ctest --output-on-failure -j "$(nproc 2>/dev/null || echo 2)" "$@"

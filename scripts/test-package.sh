@@ -62,7 +62,10 @@ check "every file is under /usr${outside:+ (not: $outside)}" [ -z "$outside" ]
 check "/usr/bin/tunebench is executable" [ -x "$root/usr/bin/tunebench" ]
 module=$(find "$root/usr/lib" -path '*/tunebench/libtunebench_spm.so' 2>/dev/null | head -n 1)
 check "the sentencepiece module is in /usr/lib/*/tunebench" [ -n "$module" ]
-for file in "$root/usr/bin/tunebench" "$module"; do
+full=$(find "$root/usr/lib" -path '*/tunebench/tunebench-full' 2>/dev/null | head -n 1)
+check "tunebench-full (what the front execs for torch commands) is in /usr/lib/*/tunebench" test -n "$full" -a -x "$full"
+check "/usr/bin/tunebench (the front) links no libtorch" bash -c "! readelf -d '$root/usr/bin/tunebench' | grep NEEDED | grep -q libtorch"
+for file in "$root/usr/bin/tunebench" "$full" "$module"; do
   [[ -f "$file" ]] || continue
   check "${file#"$root"} is stripped" grep -q ', stripped' <<<"$(file -b "$file")"
 done

@@ -4,6 +4,7 @@
 // faster kernels in a child process, and `--use-blas-core` keeps them as a setting (never silently).
 
 #include "app/cli/command.h"
+#include "app/cli/commandlist.h"
 #include "app/cli/modelcommandsupport.h"
 
 #include "engine/core/blascheck.h"
@@ -75,8 +76,7 @@ class DoctorCommand : public Command {
 public:
     explicit DoctorCommand(CLI::App &app)
     {
-        m_command = app.add_subcommand("doctor", "Show the libtorch, CUDA, GPUs, threads and BLAS in use, and the "
-                                                 "matmul rate measured now against the CPU's");
+        m_command = app.add_subcommand("doctor", commandSummary("doctor"));
         m_command->add_flag("--json", m_json, "Print one JSON object");
         m_command->add_flag("--no-matmul", m_noMatmul, "Skip measuring the matmul rate (about a second)");
         m_command->add_option("--try-blas-core", m_tryCore,

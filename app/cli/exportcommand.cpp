@@ -1,10 +1,12 @@
 // `tunebench export --run RUN (--peft DIR | --merged DIR)`: what a run trained, in the formats Python loads.
 
 #include "app/cli/command.h"
+#include "app/cli/commandlist.h"
 
 #include "engine/core/error.h"
 #include "engine/core/settings.h"
 #include "engine/train/export.h"
+#include "engine/train/runfolder.h"
 #include "engine/train/trainer.h"
 
 #include <cstdio>
@@ -16,7 +18,7 @@ class ExportCommand : public Command {
 public:
     ExportCommand(CLI::App &app, const GlobalOptions &globals) : m_globals(globals)
     {
-        m_command = app.add_subcommand("export", "Export a run's training result: a PEFT adapter or a merged model");
+        m_command = app.add_subcommand("export", commandSummary("export"));
         m_command->add_option("--run", m_run, "Run id, or the run's output folder")->required();
         auto *peft = m_command->add_option("--peft", m_peft,
                                            "Write a PEFT adapter folder (adapter_config.json + adapter_model.safetensors)");

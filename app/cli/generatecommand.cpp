@@ -1,6 +1,7 @@
 // `tunebench generate`: text from a saved model, streamed as it is generated.
 
 #include "app/cli/command.h"
+#include "app/cli/commandlist.h"
 #include "app/cli/modelcommandsupport.h"
 
 #include "engine/core/error.h"
@@ -19,7 +20,7 @@ class GenerateCommand : public Command {
 public:
     explicit GenerateCommand(CLI::App &app)
     {
-        m_command = app.add_subcommand("generate", "Generate text with a saved model");
+        m_command = app.add_subcommand("generate", commandSummary("generate"));
         auto &r = m_request;
         m_command->add_option("--model", r.modelPath, "Model folder (config.json + weights + tokenizer)")
             ->required()

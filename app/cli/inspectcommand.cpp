@@ -2,6 +2,7 @@
 // NaN began: a built-in scenario, a TorchScript module with saved inputs, or a model folder.
 
 #include "app/cli/command.h"
+#include "app/cli/commandlist.h"
 #include "app/cli/modelcommandsupport.h"
 
 #include "engine/core/error.h"
@@ -18,7 +19,7 @@ class InspectCommand : public Command {
 public:
     explicit InspectCommand(CLI::App &app)
     {
-        m_command = app.add_subcommand("inspect", "Record one training step and diagnose backward failures and NaNs");
+        m_command = app.add_subcommand("inspect", commandSummary("inspect"));
         std::string scenarios;
         for (const std::string &name : engine::inspect::scenarioNames())
             scenarios += "  " + name + ": " + engine::inspect::scenarioDescription(name) + "\n";

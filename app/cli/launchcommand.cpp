@@ -5,6 +5,7 @@
 // the current step; when one rank fails, the others are stopped, and the launcher exits with its code.
 
 #include "app/cli/command.h"
+#include "app/cli/commandlist.h"
 
 #include "engine/core/freeport.h"
 
@@ -50,7 +51,7 @@ class LaunchCommand : public Command {
 public:
     LaunchCommand(CLI::App &app, const GlobalOptions &globals) : m_globals(globals)
     {
-        m_command = app.add_subcommand("launch", "Run `tunebench train` as N data-parallel ranks on this machine (like torchrun --standalone)");
+        m_command = app.add_subcommand("launch", commandSummary("launch"));
         m_command->footer("Example: tunebench launch --nproc 2 -- train --demo\n"
                           "Each rank trains on its shard of every batch (--batch-size is per rank); rank 0 writes the run.\n"
                           "On a cluster, start `tunebench train` with torchrun or srun instead: it reads RANK, WORLD_SIZE,\n"

@@ -1,6 +1,7 @@
 // `tunebench plan`: where every layer of a model goes on the given devices, and whether training fits.
 
 #include "app/cli/command.h"
+#include "app/cli/commandlist.h"
 #include "app/cli/modelcommandsupport.h"
 
 #include "engine/core/atomicfile.h"
@@ -81,7 +82,7 @@ class PlanCommand : public Command {
 public:
     explicit PlanCommand(CLI::App &app)
     {
-        m_command = app.add_subcommand("plan", "Device map and training memory of a model on given devices");
+        m_command = app.add_subcommand("plan", commandSummary("plan"));
         m_command->footer(
             "Budgets: --max-memory 0=15GiB,1=15GiB,cpu=13GiB[,disk=...] (integers are bytes; KB/MB/GB are powers of\n"
             "10, KiB/MiB/GiB of 2). Weights-only plans equal Accelerate's infer_auto_device_map. Training plans add\n"

@@ -1,13 +1,14 @@
 // `tunebench runs list|show|metrics|plot`: the runs kept in the run store.
 
 #include "app/cli/command.h"
+#include "app/cli/commandlist.h"
 
 #include "engine/core/error.h"
 #include "engine/core/settings.h"
 #include "engine/core/textutil.h"
 #include "engine/report/lossplot.h"
 #include "engine/store/runstore.h"
-#include "engine/train/trainer.h"
+#include "engine/train/runfolder.h"
 
 #include <nlohmann/json.hpp>
 
@@ -22,7 +23,7 @@ class RunsCommand : public Command {
 public:
     RunsCommand(CLI::App &app, const GlobalOptions &globals) : m_globals(globals)
     {
-        m_command = app.add_subcommand("runs", "List and show the runs kept in the run database");
+        m_command = app.add_subcommand("runs", commandSummary("runs"));
         m_command->require_subcommand(1);
         m_list = m_command->add_subcommand("list", "List runs, newest first");
         m_list->add_flag("--json", m_json, "Print JSON instead of a table");

@@ -1,6 +1,7 @@
 // `tunebench score`: log-probabilities of a token sequence under a saved model.
 
 #include "app/cli/command.h"
+#include "app/cli/commandlist.h"
 #include "app/cli/modelcommandsupport.h"
 
 #include "engine/core/error.h"
@@ -18,7 +19,7 @@ class ScoreCommand : public Command {
 public:
     explicit ScoreCommand(CLI::App &app)
     {
-        m_command = app.add_subcommand("score", "Log-probabilities of tokens under a saved model");
+        m_command = app.add_subcommand("score", commandSummary("score"));
         m_command->footer("Prints log p(ids[t+1] | ids[0..t]) for t = 0..n-2, computed in float32.\n"
                           "--text is tokenized with the model folder's tokenizer, special tokens added as\n"
                           "Hugging Face's tokenizer(text) does.");

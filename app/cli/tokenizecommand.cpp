@@ -2,6 +2,7 @@
 // tokenizers would, for checking what a model sees.
 
 #include "app/cli/command.h"
+#include "app/cli/commandlist.h"
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
@@ -48,7 +49,7 @@ class TokenizeCommand : public Command {
 public:
     explicit TokenizeCommand(CLI::App &app)
     {
-        m_command = app.add_subcommand("tokenize", "Encode text into token ids (or decode ids) with a model's tokenizer");
+        m_command = app.add_subcommand("tokenize", commandSummary("tokenize"));
         m_command->footer("PATH is a model folder (tokenizer.json preferred, else tokenizer.model), a tokenizer.json\n"
                           "or a SentencePiece tokenizer.model. Ids equal Hugging Face's tokenizer(text)[\"input_ids\"]\n"
                           "with add_special_tokens=False, or =True with --add-special.");

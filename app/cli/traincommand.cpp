@@ -1,6 +1,7 @@
 // `tunebench train`: trains a model on a text corpus headless, with a progress bar.
 
 #include "app/cli/command.h"
+#include "app/cli/commandlist.h"
 #include "app/cli/interruptwatcher.h"
 #include "app/cli/progressbar.h"
 
@@ -10,6 +11,7 @@
 #include "engine/core/threads.h"
 #include "engine/dist/distenv.h"
 #include "engine/model/deviceplacement.h"
+#include "engine/train/runfolder.h"
 #include "engine/train/trainer.h"
 
 #include <cmath>
@@ -51,7 +53,7 @@ class TrainCommand : public Command {
 public:
     TrainCommand(CLI::App &app, const GlobalOptions &globals) : m_globals(globals)
     {
-        m_command = app.add_subcommand("train", "Train a model on a text corpus (headless, with a progress bar)");
+        m_command = app.add_subcommand("train", commandSummary("train"));
         m_command->footer("Without --model, trains the built-in demo model (LLaMA architecture, ~2 M parameters),\n"
                           "freshly initialised. Without --data, uses the bundled demo corpus (Moby-Dick).\n"
                           "Ctrl+C stops after the current step and keeps the run.");

@@ -15,8 +15,6 @@ namespace engine {
 
 #if TUNEBENCH_TORCH_CUDA
 
-bool torchHasCuda() { return true; }
-
 void fillCudaInfo(SystemInfo &info)
 {
     info.torchHasCuda = true;
@@ -65,7 +63,6 @@ void resetCudaPeakMemory(int device)
 
 #else
 
-bool torchHasCuda() { return false; }
 void fillCudaInfo(SystemInfo &) {}
 CudaMemoryStats cudaMemoryStats(int) { return {}; }
 void resetCudaPeakMemory(int) {}

@@ -55,12 +55,6 @@ SystemInfo systemInfo()
     return info;
 }
 
-std::string versionLine()
-{
-    return std::string("tunebench ") + TUNEBENCH_VERSION + ", libtorch " + TORCH_VERSION
-           + (torchHasCuda() ? " (CUDA)" : " (CPU-only)");
-}
-
 std::string describeSystem(const SystemInfo &info)
 {
     std::ostringstream out;

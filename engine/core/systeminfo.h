@@ -7,6 +7,8 @@
 //   std::cout << describeSystem(info);      // readable lines
 //   nlohmann::json j = systemInfoJson(info);
 
+#include "engine/core/version.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,12 +43,6 @@ struct SystemInfo {
 
 /// The facts of this process and machine (cheap: no benchmark, no GPU allocation).
 SystemInfo systemInfo();
-
-/// True when this build links a CUDA libtorch (decided when tunebench was configured).
-bool torchHasCuda();
-
-/// "tunebench 0.1.0, libtorch 1.13.0 (CPU-only)" for --version.
-std::string versionLine();
 
 /// Readable lines, one fact each.
 std::string describeSystem(const SystemInfo &info);

@@ -2,15 +2,7 @@
 
 #include <ATen/Parallel.h>
 
-#include <thread>
-
 namespace engine {
-
-int hardwareThreads()
-{
-    const unsigned n = std::thread::hardware_concurrency();
-    return n == 0 ? 1 : static_cast<int>(n);
-}
 
 void applyThreadCount(int threads)
 {

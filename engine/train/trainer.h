@@ -82,12 +82,6 @@ DatasetPreview previewData(const TrainingParams &params, JobControl &control, Tr
 /// input and the part the loss is computed on.
 std::string describePreview(const DatasetPreview &preview, const TrainingParams &params);
 
-/// The folder of a run for --resume, export and metrics: `runOrFolder` itself when it is a folder, else
-/// the run with that id in `storePath` (its output folder: the --output it was given, or
-/// <data dir>/runs/<id>). Throws Error(InvalidInput) naming what is not found.
-std::filesystem::path resolveRunFolder(const std::string &runOrFolder, const std::string &storePath);
-/// The run id of `runOrFolder` (an id, or a run's output or checkpoint folder). Throws Error(InvalidInput).
-int64_t resolveRunId(const std::string &runOrFolder, const std::string &storePath);
 
 /// Runs a whole training job. Never throws: bad settings, I/O failures and torch errors come back
 /// as Failed with a typed error; a cancel request ends it as Cancelled at the next step boundary.
