@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""Start-up time of the commands that need no tensors, through the front (`tunebench`, no libtorch)
+and through tunebench-full (libtorch linked), side by side in one run.
+
+    python3 bench/startup_bench.py [BUILD_DIR [ROUNDS]]     (default: build 10)
+
+Prints, per command, the first (cold-ish: the page cache may hold the files already) and the
+median of the warm runs, in milliseconds, and the ratio full / front."""
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+build = sys.argv[1] if len(sys.argv) > 1 else "build"
+rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 10
+front = os.path.join(build, "app", "tunebench")
+full = os.path.join(build, "app", "tunebench-full")
+home = tempfile.mkdtemp(prefix="tunebench-startup-")
+env = dict(os.environ, HOME=home, XDG_DATA_HOME=home + "/data", XDG_CONFIG_HOME=home + "/config")
+db = os.path.join(home, "runs.sqlite3")
+commands = {
+    "--help": ["--help"],
+    "--version": ["--version"],
+    "runs list": ["--db", db, "runs", "list"],
+    "tokenize": ["tokenize", "--tokenizer", "resources/base", "--text", "Call me Ishmael."],
+    "plan": ["plan", "--model", "resources/base", "--max-memory", "cpu=1GiB"],
+}
+
+
+def timed(binary, args):
+    start = time.perf_counter()
+    subprocess.run([binary] + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return (time.perf_counter() - start) * 1000.0
+
+
+print(f"{'command':<12} {'front first':>12} {'front warm':>11} {'full first':>11} {'full warm':>10} {'full/front':>11}")
+for name, args in commands.items():
+    row = {}
+    for label, binary in (("front", front), ("full", full)):
+        first = timed(binary, args)
+        warm = statistics.median(timed(binary, args) for _ in range(rounds))
+        row[label] = (first, warm)
+    print(f"{name:<12} {row['front'][0]:>10.1f}ms {row['front'][1]:>9.1f}ms {row['full'][0]:>9.1f}ms "
+          f"{row['full'][1]:>8.1f}ms {row['full'][1] / row['front'][1]:>10.1f}x")
