@@ -93,15 +93,5 @@ int main(int argc, char **argv)
         else
             app.add_subcommand(command.name, command.summary); // listed by --help; run by tunebench-full
     }
-    try {
-        app.require_subcommand(1);
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e);
-    }
-    for (auto &command : commands) {
-        if (command->subcommand()->parsed())
-            return command->run();
-    }
-    return app::cli::ExitUsage;
+    return app::cli::parseAndRun(app, commands, argc, argv);
 }

@@ -92,15 +92,5 @@ int main(int argc, char **argv)
         argv = demoArgv;
     }
 
-    try {
-        app.require_subcommand(1);
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError &e) {
-        return app.exit(e);
-    }
-    for (auto &command : commands) {
-        if (command->subcommand()->parsed())
-            return command->run();
-    }
-    return app::cli::ExitUsage;
+    return app::cli::parseAndRun(app, commands, argc, argv);
 }

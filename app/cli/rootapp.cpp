@@ -17,4 +17,19 @@ void configureRootApp(CLI::App &app, GlobalOptions &globals)
     app.add_option("--db", globals.storePath, "Run database (default: the setting, else ~/.local/share/tunebench/runs.sqlite3)");
 }
 
+int parseAndRun(CLI::App &app, const std::vector<std::unique_ptr<Command>> &commands, int argc, char **argv)
+{
+    try {
+        app.require_subcommand(1);
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError &e) {
+        return app.exit(e);
+    }
+    for (const auto &command : commands) {
+        if (command->subcommand()->parsed())
+            return command->run();
+    }
+    return ExitUsage;
+}
+
 } // namespace app::cli
