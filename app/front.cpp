@@ -61,13 +61,30 @@ std::string_view commandWord(int argc, char **argv)
     return {};
 }
 
+/// The commands the front runs itself; every other one is tunebench-full's.
+struct FrontCommand {
+    const char *name;
+    std::unique_ptr<app::cli::Command> (*make)(CLI::App &, const app::cli::GlobalOptions &);
+};
+constexpr FrontCommand kFrontCommands[] = {
+    {"runs", app::cli::makeRunsCommand},
+    {"tokenize", app::cli::makeTokenizeCommand},
+    {"plan", app::cli::makePlanCommand},
+};
+
+const FrontCommand *frontCommand(std::string_view name)
+{
+    for (const FrontCommand &command : kFrontCommands) {
+        if (name == command.name)
+            return &command;
+    }
+    return nullptr;
+}
+
+/// A known command the front does not run. An unknown word stays here: CLI11 below names it.
 bool needsTorch(std::string_view name)
 {
-    for (const app::cli::CommandInfo &command : app::cli::commandList()) {
-        if (name == command.name)
-            return command.needsTorch;
-    }
-    return false; // an unknown word: CLI11 below names it
+    return *app::cli::commandSummary(name) != '\0' && !frontCommand(name);
 }
 
 } // namespace
@@ -83,13 +100,8 @@ int main(int argc, char **argv)
     app::cli::configureRootApp(app, globals);
     std::vector<std::unique_ptr<app::cli::Command>> commands;
     for (const app::cli::CommandInfo &command : app::cli::commandList()) {
-        const std::string_view name = command.name;
-        if (name == "runs")
-            commands.push_back(app::cli::makeRunsCommand(app, globals));
-        else if (name == "tokenize")
-            commands.push_back(app::cli::makeTokenizeCommand(app, globals));
-        else if (name == "plan")
-            commands.push_back(app::cli::makePlanCommand(app, globals));
+        if (const FrontCommand *own = frontCommand(command.name))
+            commands.push_back(own->make(app, globals));
         else
             app.add_subcommand(command.name, command.summary); // listed by --help; run by tunebench-full
     }

@@ -1,7 +1,7 @@
 #pragma once
 // The subcommands of `tunebench`, by name, with the line `--help` shows for each. One table for
-// both executables: the front (no libtorch: --help, --version, runs, tokenize, plan) lists every
-// command from it and hands the others to tunebench-full.
+// both executables: the front lists every command from it, runs its own (runs, tokenize, plan:
+// no libtorch) and hands the others to tunebench-full.
 
 #include <span>
 #include <string_view>
@@ -11,7 +11,6 @@ namespace app::cli {
 struct CommandInfo {
     const char *name;
     const char *summary;
-    bool needsTorch; ///< false: the front runs it without loading libtorch
 };
 
 /// Every subcommand, in the order --help lists them.
