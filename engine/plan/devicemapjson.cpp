@@ -4,6 +4,8 @@
 #include "engine/core/error.h"
 #include "engine/plan/planner.h"
 
+#include <cstdio>
+
 namespace engine::plan {
 namespace {
 
@@ -186,8 +188,11 @@ std::string pythonSnippet(const Plan &plan, const std::string &modelPath)
         for (const std::string &t : plan.settings.loraTargets.empty() ? defaultLoraTargets(plan.modelType)
                                                                       : plan.settings.loraTargets)
             targets += (targets.empty() ? "\"" : ", \"") + t + "\"";
+        char dropout[32];
+        std::snprintf(dropout, sizeof dropout, "%g", plan.settings.loraDropout);
         s += "model = get_peft_model(model, LoraConfig(r=" + std::to_string(plan.settings.loraRank)
-            + ", target_modules=[" + targets + "], task_type=\"CAUSAL_LM\"))  # adapters stay fp32\n";
+            + ", lora_dropout=" + dropout + ", target_modules=[" + targets
+            + "], task_type=\"CAUSAL_LM\"))  # adapters stay fp32\n";
     }
     if (plan.settings.checkpointing)
         s += "model.gradient_checkpointing_enable()\nmodel.enable_input_require_grads()\n";

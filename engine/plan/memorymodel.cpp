@@ -9,40 +9,54 @@
 //   LoRA       per adapted Linear [out, in]: A [r, in] + B [out, r] in fp32 (PEFT's autocast_adapter_dtype
 //              keeps adapters fp32 over a 16-bit base): 4 B weights + 4 B grads + 8 B AdamW per element
 //
-// Saved activations of one LLaMA decoder layer (Hugging Face's eager LlamaDecoderLayer, which our
-// engine's layer mirrors), for B = b*s tokens, hidden h, a heads of size d (a*d = h), kv heads g,
+// Saved activations of one LLaMA decoder layer as tunebench's engine computes it (engine/model/
+// llamamodel.cpp, which follows Hugging Face's eager LlamaDecoderLayer except that it never materialises
+// repeat_kv), on libtorch 1.13, for B = b*s tokens, hidden h, a heads of size d (a*d = h), kv heads g,
 // intermediate f, element size e (2 for fp16/bf16, 4 for fp32), S = b*a*s*s attention scores. What
 // autograd keeps, op by op (a mul keeps the operand the *other* input's gradient needs; a matmul keeps
 // both operands when both require grad; a Linear keeps its input only when its weight is trained):
-//   input_layernorm (RMSNorm in fp32): x.float() kept by pow and mul          4*B*h
+//   input_layernorm (RMSNorm in fp32): x.float() kept by pow and mul          4*B*h   (the input itself in fp32)
+//       x^2, kept by mean (libtorch 1.13's MeanBackward1 saves its input;     4*B*h
+//           measured: the norm alone keeps 3*4*B*h + 4*B besides its input in fp32 training)
 //       normed (fp16 after .to()), kept by weight*normed for the weight grad  e*B*h   (full only)
 //       rstd                                                                  4*B
 //   q/k/v_proj: their shared input (the norm's output)                       e*B*h   (full only)
 //   RoPE: q*cos + rotate_half(q)*sin keeps only cos/sin (no grad)             0
-//   repeat_kv (GQA) materialises k, v at a heads; q@k^T keeps q and k         2*e*B*h  (g only changes the
-//       projections' weights, not the saved set, because k/v are repeated before the matmul)
+//   q@k^T (baddbmm over query heads grouped per kv head) keeps q and k:      e*B*h + e*B*g*d
+//       k and v stay at g heads (the engine groups the query heads instead of repeating k/v; Hugging
+//       Face's eager repeat_kv would keep 2*e*B*(h - g*d) more)
 //   softmax in fp32 keeps its output; .to(e) copy kept by probs@v            4*S + e*S (e*S only when e != 4)
-//   probs@v keeps v (repeated)                                                e*B*h
+//   probs@v keeps v                                                           e*B*g*d
 //   o_proj input (attention context, contiguous)                              e*B*h   (full only)
 //   post_attention_layernorm                                                  as input_layernorm
 //   gate_proj, up_proj input                                                  e*B*h   (full only)
 //   silu keeps its input g; mul keeps silu(g) and up                          3*e*B*f
 //   down_proj input silu(g)*up                                                e*B*f   (full only)
-// Summed (llamaBlockSavedBytes), full fine-tuning: norms 2*(4+e)*B*h + 8*B, attention 5*e*B*h + (4+e')*S,
-// MLP e*B*h + 4*e*B*f, i.e. B*h*(8 + 8e) + 8*B + (4 + e')*S + 4*e*B*f (e' = e when e != 4, else 0),
-// which for fp16 is 24*B*h + 6*S + 8*B*f (+8B): Korthikanti et al. (2022) give 34*B*h + 5*S for a GPT
-// layer with fp16 softmax and dropout masks; the LLaMA layer has no dropout, an fp32 softmax (6*S
-// instead of 5*S) and a SwiGLU MLP (8*B*f with f ~ 2.7h instead of GPT's 16*B*h + 2*B*h).
-// LoRA (frozen base): the norms keep only 4*B*h (fp32 input), frozen Linears keep nothing, and each
-// adapted Linear keeps its input cast to fp32 (4*B*in; in fp32 the shared input once) plus A's output 4*B*r.
+// Summed (llamaBlockSavedBytes), full fine-tuning: norms 2*(8+e)*B*h + 8*B, attention 3*e*B*h +
+// 2*e*B*g*d + (4+e')*S, MLP e*B*h + 4*e*B*f, i.e. B*h*(16 + 6e) + 2*e*B*g*d + 8*B + (4 + e')*S + 4*e*B*f
+// (e' = e when e != 4, else 0); without GQA (g*d = h) that is B*h*(16 + 8e): in fp16 32*B*h + 6*S + 8*B*f (+8B).
+// Korthikanti et al. (2022) give 34*B*h + 5*S for a GPT layer with fp16 softmax and dropout masks; the
+// LLaMA layer has no dropout, an fp32 softmax (6*S instead of 5*S), fp32 norms that keep their input
+// and its square (16*B*h) and a SwiGLU MLP (8*B*f with f ~ 2.7h instead of GPT's 16*B*h + 2*B*h).
+// LoRA (frozen base): the norms keep their fp32 input and its square (8*B*h), frozen Linears keep
+// nothing, and each adapted Linear (PEFT's lora.Linear: x.to(fp32), dropout, A, B) keeps
+//   without dropout: its input cast to fp32 (4*B*in; in fp32 the input itself, shared by q/k/v) + A's
+//       output 4*B*r;
+//   with dropout p > 0: the dropped input (4*B*in, kept by A) and the dropout noise (4*B*in: on the CPU
+//       dropout is input * noise, and the mul keeps the noise; CUDA's fused kernel keeps a 1-byte mask,
+//       so this is an upper bound there), each Linear its own, + A's output 4*B*r.
 // GPT-style blocks (gpt2, ChatGLM-6B): LayerNorm keeps its input e*B*h (+ 8*B mean/rstd), the fused
 // qkv output 3*e*B*h, the softmax 4*S (+ e*S), GELU its input e*B*f, trained Linears their input.
-// Gradient checkpointing (per decoder layer): each layer keeps only its input e*B*h; during backward
-// one layer's full set is rebuilt (`recompute`) on top.
+// Gradient checkpointing (per decoder layer, engine/model/checkpointedlayer.cpp): each layer keeps only
+// its input e*B*h; during its backward the layer's full set is rebuilt (`recompute`) on top, less the
+// input the norm would keep in fp32 (the kept input itself when e = 4).
 // Loss: the head's logits in fp32 (4*B*V) and log_softmax's output (4*B*V) are kept through forward;
-// backward starts with the gradient of the log-probabilities and of the logits (8*B*V).
-// Working set of one block's backward: the softmax gradients (8*S + e*S) or the MLP's (2*e*B*f), plus
-// four hidden-sized gradients (4*e*B*h). AdamW's step makes two fp32 temporaries per parameter.
+// backward starts with the gradient of the log-probabilities and of the logits (8*B*V); the caller still
+// holds the logits (4*B*V) while the blocks run backward.
+// Working set of one block's backward: the softmax gradients ((8 + e')*S: the gradient of the
+// probabilities and of the scores in fp32, + the e-sized copy under mixed precision) or the MLP's
+// (2*e*B*f), plus four hidden-sized gradients (4*e*B*h). AdamW's step makes two fp32 temporaries per
+// parameter. How the planner combines these over time (the phases) is in planner.cpp.
 
 #include "engine/plan/memorymodel.h"
 
@@ -105,12 +119,13 @@ void linearShape(const FlatTree &t, int node, int64_t &out, int64_t &in)
 
 } // namespace
 
-int64_t llamaBlockSavedBytes(int64_t b, int64_t s, int64_t h, int64_t a, int64_t f, int64_t e)
+int64_t llamaBlockSavedBytes(int64_t b, int64_t s, int64_t h, int64_t a, int64_t g, int64_t f, int64_t e)
 {
     const int64_t B = b * s, S = b * a * s * s;
-    const int64_t norms = 2 * (4 * B * h + e * B * h + 4 * B);
-    const int64_t attention = e * B * h /*qkv input*/ + 3 * e * B * h /*q, k, v*/ + (4 + (e != 4 ? e : 0)) * S
-        + e * B * h /*o_proj input*/;
+    const int64_t kv = h / a * g; // k and v: g heads of size h / a
+    const int64_t norms = 2 * (4 * B * h /*fp32 input*/ + 4 * B * h /*its square*/ + e * B * h + 4 * B);
+    const int64_t attention = e * B * h /*qkv input*/ + e * B * h /*q*/ + 2 * e * B * kv /*k, v*/
+        + (4 + (e != 4 ? e : 0)) * S + e * B * h /*o_proj input*/;
     const int64_t mlp = e * B * h + 3 * e * B * f + e * B * f;
     return norms + attention + mlp;
 }
@@ -249,16 +264,16 @@ NodeCosts computeCosts(const FlatTree &t, const PlanModel &model, const PlanSett
             switch (role) {
             case Role::Norm:
             case Role::FinalNorm:
-                if (family == "llama")
-                    saved = 4 * B * h + (full ? e * B * h : 0) + 4 * B;
+                if (family == "llama") // fp32 input, its square (kept by mean), normed (weight grad), rstd
+                    saved = 4 * B * h + 4 * B * h + (full ? e * B * h : 0) + 4 * B;
                 else
                     saved = e * B * h + 8 * B;
                 if (role == Role::FinalNorm && full)
                     saved += e * B * h; // the head's input
                 break;
             case Role::Q: saved = (trainedModule(node) ? e * B * h : 0) + e * B * ad; group = 1; break;
-            case Role::K: saved = e * B * ad; group = 1; break;
-            case Role::V: saved = e * B * ad + softmax; group = 1; break;
+            case Role::K: saved = e * B * out; group = 1; break; // k at its g heads (no repeat_kv)
+            case Role::V: saved = e * B * out + softmax; group = 1; break;
             case Role::Qkv: saved = (trainedModule(node) ? e * B * h : 0) + 3 * e * B * h + softmax; group = 1; break;
             case Role::AttnOut: saved = trainedModule(node) ? e * B * in : 0; group = 2; break;
             case Role::Gate: saved = (trainedModule(node) ? e * B * h : 0) + 2 * e * B * f; group = 3; break;
@@ -279,8 +294,12 @@ NodeCosts computeCosts(const FlatTree &t, const PlanModel &model, const PlanSett
                 break;
             }
             if (c.loraTarget[i] && in > 0) {
-                const bool shared = e == 4 && !loraInputSaved.insert({blk, group ? group : node + 100}).second;
-                saved += (shared ? 0 : 4 * B * in) + 4 * B * settings.loraRank;
+                if (settings.loraDropout > 0) { // its own dropped input and noise
+                    saved += 8 * B * in + 4 * B * settings.loraRank;
+                } else {
+                    const bool shared = e == 4 && !loraInputSaved.insert({blk, group ? group : node + 100}).second;
+                    saved += (shared ? 0 : 4 * B * in) + 4 * B * settings.loraRank;
+                }
             }
             c.saved[i] = saved;
         }
@@ -291,12 +310,13 @@ NodeCosts computeCosts(const FlatTree &t, const PlanModel &model, const PlanSett
             int64_t full_set = 0;
             for (int j = static_cast<int>(i); j < t.nodes[i].end; ++j)
                 full_set += c.saved[j];
-            c.working[i] = std::max(8 * S + e * S, 2 * e * B * f) + 4 * e * B * h;
+            c.working[i] = std::max((8 + (e != 4 ? e : 0)) * S, 2 * e * B * f) + 4 * e * B * h;
             if (settings.checkpointing) {
                 for (int j = static_cast<int>(i); j < t.nodes[i].end; ++j)
                     c.saved[j] = 0;
                 c.saved[i] = e * B * h;
-                c.recompute[i] = full_set;
+                // In fp32 the first norm's "fp32 input" is the kept block input itself.
+                c.recompute[i] = std::max<int64_t>(0, full_set - (family == "llama" && e == 4 ? 4 * B * h : 0));
             }
         }
     }

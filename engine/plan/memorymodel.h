@@ -43,7 +43,8 @@ NodeCosts computeCosts(const FlatTree &tree, const PlanModel &model, const PlanS
                        int64_t weightBytes, const std::vector<char> &noSplit);
 
 /// Bytes one LLaMA block saves for backward without checkpointing (see memorymodel.cpp), for docs and tests:
-/// b sequences of s tokens, hidden h, a heads, intermediate f, activation element size e, full training.
-int64_t llamaBlockSavedBytes(int64_t b, int64_t s, int64_t h, int64_t a, int64_t f, int64_t e);
+/// b sequences of s tokens, hidden h, a heads, g key/value heads, intermediate f, activation element size e,
+/// full training.
+int64_t llamaBlockSavedBytes(int64_t b, int64_t s, int64_t h, int64_t a, int64_t g, int64_t f, int64_t e);
 
 } // namespace engine::plan

@@ -70,7 +70,7 @@ Evaluation evaluate(const FlatTree &t, const std::vector<DeviceSpec> &devices, c
     const size_t n = devices.size();
     const bool training = settings.train != TrainMode::None;
     const std::vector<int> exec = executionDevices(devices);
-    std::vector<int64_t> W(n), L(n), G(n), O(n), A(n), R(n), X(n), Lf(n), Lb(n), T(n), H(n);
+    std::vector<int64_t> W(n), L(n), G(n), O(n), A(n), Lf(n), Lb(n), T(n), H(n), Htied(n);
     for (size_t i = 0; i < t.nodes.size(); ++i) {
         const int d = deviceOfNode[i];
         if (d < 0)
@@ -84,8 +84,6 @@ Evaluation evaluate(const FlatTree &t, const std::vector<DeviceSpec> &devices, c
         A[e] += c.saved[i];
         Lf[e] += c.logitsForward[i];
         Lb[e] += c.logitsBackward[i];
-        R[e] = std::max(R[e], c.recompute[i]);
-        X[e] = std::max(X[e], c.working[i]);
         // Backward starts at the head: its weight gradient (a tied head's lands on its partner's device).
         if (c.logitsForward[i] > 0 && settings.train == TrainMode::Full) {
             for (const int item : t.nodes[i].items) {
@@ -105,6 +103,40 @@ Evaluation evaluate(const FlatTree &t, const std::vector<DeviceSpec> &devices, c
                     }
                 }
                 H[where] += p.numel * 4;
+                if (p.tiedDuplicate)
+                    Htied[where] += p.numel * 4;
+            }
+        }
+    }
+    // Backward through the blocks, walked from the last (blocks in registration order are execution order).
+    // While block k runs backward its execution device holds what forward saved up to the end of k (the
+    // later blocks' sets and the loss's were freed once their backward ran), the gradients of every
+    // parameter from k on (a tied head's on its partner), k's recompute and working set, and the logits
+    // the caller still holds (half of Lf).
+    std::vector<MemoryBreakdown> blockPeak(n);
+    if (training) {
+        std::vector<int64_t> savedBefore(n, 0), gradsBefore(n, 0), gradsTotal(n, 0);
+        for (size_t i = 0; i < t.nodes.size(); ++i) {
+            if (deviceOfNode[i] >= 0)
+                gradsTotal[deviceOfNode[i]] += c.gradients[i];
+        }
+        for (size_t i = 0; i < t.nodes.size(); ++i) {
+            const int d = deviceOfNode[i];
+            if (c.block[i] && d >= 0) {
+                const int e = exec[d];
+                int64_t saved = savedBefore[e];
+                for (int j = static_cast<int>(i); j < t.nodes[i].end; ++j) {
+                    if (deviceOfNode[j] >= 0 && exec[deviceOfNode[j]] == e)
+                        saved += c.saved[j];
+                }
+                MemoryBreakdown at{W[e], L[e], gradsTotal[e] - gradsBefore[e] + Htied[e], O[e],
+                                   saved + c.recompute[i] + c.working[i], Lf[e] / 2, 0};
+                if (at.total() > blockPeak[e].total())
+                    blockPeak[e] = at;
+            }
+            if (d >= 0) {
+                savedBefore[exec[d]] += c.saved[i];
+                gradsBefore[d] += c.gradients[i];
             }
         }
     }
@@ -119,7 +151,18 @@ Evaluation evaluate(const FlatTree &t, const std::vector<DeviceSpec> &devices, c
             u.peakPhase = Phase::Load;
         } else {
             MemoryBreakdown fwd{W[d], L[d], 0, O[d], A[d], Lf[d], overhead};
-            MemoryBreakdown bwd{W[d], L[d], H[d], O[d], A[d] + R[d] + X[d], Lf[d] + Lb[d], overhead};
+            // Start of backward: every saved set, and the loss's tensors: the logits, log-probabilities and
+            // both their gradients (Lf + Lb) in log_softmax's backward; then in the head's backward the logits,
+            // their gradient and the head's weight gradient ((Lf + Lb) / 2 + H).
+            MemoryBreakdown bwd{W[d], L[d], 0, O[d], A[d], Lf[d] + Lb[d], overhead};
+            if ((Lf[d] + Lb[d]) / 2 + H[d] > Lf[d] + Lb[d]) {
+                bwd.gradients = H[d];
+                bwd.logits = (Lf[d] + Lb[d]) / 2;
+            }
+            MemoryBreakdown blocks = blockPeak[d];
+            blocks.overhead = overhead;
+            if (blocks.total() > bwd.total())
+                bwd = blocks;
             MemoryBreakdown opt{W[d], L[d], G[d], O[d], T[d], 0, overhead};
             u.forwardBytes = fwd.total();
             u.backwardBytes = bwd.total();

@@ -34,6 +34,9 @@ struct PlanSettings {
     int64_t loraRank = 8;
     /// Module names (last component) LoRA adapts; empty = the architecture's attention projections.
     std::vector<std::string> loraTargets;
+    /// LoRA dropout probability (`tunebench train`'s default, LoraSettings::dropout). Above 0 every adapted
+    /// Linear keeps its own dropped input and dropout mask for backward (memorymodel.cpp).
+    double loraDropout = 0.05;
     int64_t batchSize = 8;        ///< as `tunebench train`
     int64_t sequenceLength = 128; ///< as `tunebench train`
     bool checkpointing = false;   ///< gradient checkpointing of each decoder layer

@@ -216,13 +216,17 @@ TEST(PlanTraining, CheckpointingAndLoraShrinkActivations)
     EXPECT_TRUE(lintIds(full).count("clip_grad_norm_across_devices") || lintIds(full).count("does_not_fit"));
 }
 
-// The LLaMA block formula written out: B*h*(8 + 8e) + 8*B + (4 + e')*S + 4*e*B*f.
+// The LLaMA block formula written out: B*h*(16 + 6e) + 2*e*B*g*d + 8*B + (4 + e')*S + 4*e*B*f (memorymodel.cpp;
+// 16*B*h of it the two fp32 norms' inputs and their squares, measured in test_memorymeasure.cpp).
 TEST(PlanTraining, LlamaBlockFormula)
 {
     const int64_t b = 2, s = 16, h = 64, a = 4, f = 172;
     const int64_t B = b * s, S = b * a * s * s;
-    EXPECT_EQ(llamaBlockSavedBytes(b, s, h, a, f, 2), B * h * 24 + 8 * B + 6 * S + 8 * B * f);
-    EXPECT_EQ(llamaBlockSavedBytes(b, s, h, a, f, 4), B * h * 40 + 8 * B + 4 * S + 16 * B * f);
+    // No GQA (g = a, g*d = h): B*h*(16 + 8e).
+    EXPECT_EQ(llamaBlockSavedBytes(b, s, h, a, a, f, 2), B * h * 32 + 8 * B + 6 * S + 8 * B * f);
+    EXPECT_EQ(llamaBlockSavedBytes(b, s, h, a, a, f, 4), B * h * 48 + 8 * B + 4 * S + 16 * B * f);
+    // One kv head of size d = 16: k and v keep 2*e*B*16 instead of 2*e*B*h.
+    EXPECT_EQ(llamaBlockSavedBytes(b, s, h, a, 1, f, 2), B * h * 28 + 4 * B * 16 + 8 * B + 6 * S + 8 * B * f);
 }
 
 // Dragging a layer: the breakdown and lint follow at once; moving it back restores the plan's sums.
