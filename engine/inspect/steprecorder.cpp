@@ -85,7 +85,8 @@ struct RecorderState {
     int64_t diagnosisBytes = 0;
     std::string limitError;
 
-    int64_t storageId(const at::Tensor &t, const std::string &label)
+    /// The storage's id in this recording, a new one (labelled with the tensor) the first time.
+    int64_t storageId(const at::Tensor &t)
     {
         if (!t.defined() || !t.has_storage())
             return 0;
@@ -98,11 +99,11 @@ struct RecorderState {
                          static_cast<int64_t>(storages.size()) + 1};
         StorageTimeline timeline;
         timeline.id = slot.id;
-        timeline.label = label;
+        timeline.label = tensorLabel(t);
         storages.push_back(std::move(timeline));
         const int64_t id = slot.id;
         storageIds.insert_or_assign(impl, std::move(slot));
-        diagnosisBytes += 96 + static_cast<int64_t>(label.size());
+        diagnosisBytes += 96 + static_cast<int64_t>(storages.back().label.size());
         return id;
     }
 
@@ -173,13 +174,6 @@ struct OpContext : public at::ObserverContext {
     std::vector<std::pair<size_t, c10::VariableVersion>> writtenVersions; // input slot -> counter
     std::vector<at::Tensor> nanInputs; // kept only while the op runs, for the NaN origin's ranges
 };
-
-bool hasNonFinite(const at::Tensor &t)
-{
-    if (!t.defined() || !t.is_floating_point() || t.numel() == 0)
-        return false;
-    return !t.isfinite().all().item<bool>();
-}
 
 bool infIsExpected(const std::string &op, const std::vector<at::Tensor> &inputs)
 {
@@ -253,12 +247,12 @@ std::unique_ptr<at::ObserverContext> onOpStart(const at::RecordFunction &fn)
             TensorInfo info = describeTensor(t);
             info.written = written;
             if (written) {
-                info.storageId = state->storageId(t, tensorLabel(t));
+                info.storageId = state->storageId(t);
                 frame.writtenStorages.push_back(info.storageId);
                 context->writtenVersions.emplace_back(record.inputs.size(), torch::autograd::impl::version_counter(t));
                 record.writesInput = true;
             } else if (keep) {
-                info.storageId = state->storageId(t, tensorLabel(t));
+                info.storageId = state->storageId(t);
             }
             if (wantNanInputs)
                 context->nanInputs.push_back(t);
@@ -335,8 +329,14 @@ void onOpEnd(const at::RecordFunction &fn, at::ObserverContext *ctx)
         TensorInfo info = describeTensor(t);
         info.versionAfter = info.versionBefore;
         if (keepDetail)
-            info.storageId = state->storageId(t, tensorLabel(t));
-        if (checkNan && !state->nan && hasNonFinite(t)) {
+            info.storageId = state->storageId(t);
+        // A view an op made of its input without writing (transpose, narrow, expand, ...) holds that
+        // input's values, checked already: scanning it again cost as much as the step's matmuls.
+        bool viewOfInput = false;
+        if (checkNan && !record.writesInput && t.has_storage())
+            for (const at::Tensor &input : context->nanInputs)
+                viewOfInput = viewOfInput || (input.has_storage() && input.storage().is_alias_of(t.storage()));
+        if (checkNan && !viewOfInput && !state->nan && hasNonFinite(t)) {
             info.nonFinite = true;
             // Inf is legitimate where a mask is built (fill with -inf) or carried (inputs already
             // non-finite); an Inf origin is an op that made Inf out of finite values. NaN always counts.
@@ -397,7 +397,7 @@ std::shared_ptr<SavedEntry> recordSave(const std::shared_ptr<RecorderState> &sta
     SavedTensorInfo info;
     info.id = static_cast<int64_t>(state->saved.size());
     info.tensor = describeTensor(t);
-    info.tensor.storageId = state->storageId(t, tensorLabel(t));
+    info.tensor.storageId = state->storageId(t);
     info.savedVersion = entry->savedVersion;
     info.gradFn = entry->gradFnName;
     if (!t_frames.empty()) {
@@ -502,7 +502,23 @@ std::vector<StaleSaved> StepRecorder::beginBackward(const at::Tensor &loss)
     std::unordered_set<int64_t> reachable;
     AutogradGraph &graph = m_state->graph;
     graph = {};
-    if (loss.defined() && loss.grad_fn()) {
+    // The guard (no op trace) only needs which nodes backward runs; node names (a demangled type
+    // name each) are looked up for the stale ones alone.
+    const bool guardOnly = !m_state->options.recordOps;
+    std::unordered_map<int64_t, torch::autograd::Node *> nodeBySeqGuard;
+    if (guardOnly && loss.defined() && loss.grad_fn()) {
+        std::vector<torch::autograd::Node *> order{loss.grad_fn().get()};
+        std::unordered_set<torch::autograd::Node *> seen{loss.grad_fn().get()};
+        for (size_t next = 0; next < order.size(); ++next) {
+            torch::autograd::Node *node = order[next];
+            const auto seq = static_cast<int64_t>(node->sequence_nr());
+            reachable.insert(seq);
+            nodeBySeqGuard.emplace(seq, node);
+            for (const torch::autograd::Edge &edge : node->next_edges())
+                if (edge.function && seen.insert(edge.function.get()).second)
+                    order.push_back(edge.function.get());
+        }
+    } else if (loss.defined() && loss.grad_fn()) {
         // Breadth first from the loss, so a truncated graph keeps the nodes nearest the loss.
         std::vector<torch::autograd::Node *> order{loss.grad_fn().get()};
         std::unordered_map<torch::autograd::Node *, int64_t> ids{{loss.grad_fn().get(), 0}};
@@ -554,8 +570,11 @@ std::vector<StaleSaved> StepRecorder::beginBackward(const at::Tensor &loss)
             continue;
         const auto current = static_cast<int64_t>(entry.version.current_version());
         info.versionAtCheck = current;
-        if (current != entry.savedVersion)
+        if (current != entry.savedVersion) {
             stale.push_back({info.id, entry.savedVersion, current});
+            if (auto node = nodeBySeqGuard.find(entry.seqNr); node != nodeBySeqGuard.end())
+                info.backwardNode = node->second->name();
+        }
     }
     m_state->backward = true;
     return stale;

@@ -25,7 +25,13 @@ std::string shapeText(const std::vector<int64_t> &shape);
 /// Rough bytes an op record takes in memory.
 int64_t estimateBytes(const OpRecord &record);
 
-/// A 64-bit checksum of the tensor's values (its view, not the whole storage). Runs torch ops.
+/// A 64-bit checksum of the tensor's values (its view, not the whole storage). CPU tensors are read
+/// in place (a copy only when not contiguous), split over libtorch's intra-op threads.
 uint64_t tensorChecksum(const at::Tensor &t);
+
+/// Whether a floating-point tensor holds a NaN or an Inf. CPU float32/float64/float16/bfloat16 are
+/// read in place by their exponent bits (no allocation, no torch op, split over the intra-op threads);
+/// other dtypes and devices use torch's isfinite.
+bool hasNonFinite(const at::Tensor &t);
 
 } // namespace engine::inspect
