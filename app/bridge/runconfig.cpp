@@ -174,6 +174,7 @@ void readTraining(const json &t, TrainingParams &p)
     r.integer("keep_checkpoints", p.keepCheckpoints);
     if (const int nonFinite = r.choice("on_non_finite_loss", {"stop", "skip"}); nonFinite >= 0)
         p.nonFinite = nonFinite == 1 ? NonFinitePolicy::Skip : NonFinitePolicy::Stop;
+    r.boolean("inspect_guard", p.inspectGuard);
     if (const int badLines = r.choice("bad_lines", {"stop", "skip"}); badLines >= 0)
         p.skipBadLines = badLines == 1;
     r.text("sample_prompt", p.samplePrompt);

@@ -125,6 +125,8 @@ QStringList trainCommandLine(const engine::train::TrainingParams &p, const QStri
         add("--bad-lines", QStringLiteral("skip"));
     if (p.nonFinite == NonFinitePolicy::Skip)
         add("--on-nan", QStringLiteral("skip"));
+    if (!p.inspectGuard)
+        add("--guard", QStringLiteral("off"));
     return words;
 }
 

@@ -129,8 +129,12 @@ public:
                             "Show what would be trained on (format, counts, truncation, the first rows) and exit");
         m_command->add_option("--bad-lines", m_badLines, "A malformed JSONL line stops the run or is skipped and counted")
             ->check(CLI::IsMember({"stop", "skip"}))->capture_default_str();
-        m_command->add_option("--on-nan", m_onNan, "A non-finite loss stops the run or skips the step")
+        m_command->add_option("--on-nan", m_onNan, "A non-finite loss or gradient stops the run or skips the step")
             ->check(CLI::IsMember({"stop", "skip"}))->capture_default_str();
+        m_command->add_option("--guard", m_guard,
+                              "The inspector's guard on every step: an in-place write that would break backward stops "
+                              "the run before backward and keeps the step for `tunebench inspect`")
+            ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
         m_command->add_flag("--quiet,-q", m_quiet, "Print only the summary");
         m_command->add_option("--dist-timeout", p.distributedTimeoutSeconds,
                               "Data parallel (RANK/WORLD_SIZE from torchrun, srun or `tunebench launch`): seconds a rank "
@@ -180,6 +184,7 @@ public:
                                                         : engine::train::Precision::Fp32;
             params.nonFinite = m_onNan == "skip" ? engine::train::NonFinitePolicy::Skip : engine::train::NonFinitePolicy::Stop;
             params.skipBadLines = m_badLines == "skip";
+            params.inspectGuard = m_guard == "on";
             if (!m_resume.empty())
                 params.resumeFrom = engine::train::resolveRunFolder(m_resume, params.storePath).string();
         } catch (const engine::Error &e) {
@@ -311,6 +316,7 @@ private:
     std::string m_optimizer = "adamw";
     std::string m_schedule = "cosine";
     std::string m_onNan = "stop";
+    std::string m_guard = "on";
     std::string m_precision = "fp32";
     std::string m_resume;
     std::string m_badLines = "stop";

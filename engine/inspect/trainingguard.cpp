@@ -18,8 +18,16 @@ void TrainingGuard::beginStep()
     options.recordOps = false;
     options.checksums = false;
     options.findNan = false;
-    m_recorder = std::make_unique<StepRecorder>(options);
+    try {
+        m_recorder = std::make_unique<StepRecorder>(options);
+    } catch (const std::exception &) {
+        // Another inspection records in this process (hooks are process-wide): this step goes unwatched
+        // for stale saved tensors; the loss and gradient checks still run.
+        m_recorder.reset();
+    }
 }
+
+bool TrainingGuard::watching() const { return m_recorder != nullptr; }
 
 GuardVerdict TrainingGuard::beforeBackward(const at::Tensor &loss)
 {

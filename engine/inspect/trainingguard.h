@@ -34,8 +34,11 @@ public:
     TrainingGuard();
     ~TrainingGuard();
 
-    /// Starts watching saved tensors (call before forward).
+    /// Starts watching saved tensors (call before forward). When another inspection is recording in
+    /// this process, the step is not watched (watching() is false); the other checks still work.
     void beginStep();
+    /// Whether saved tensors are watched in this step.
+    bool watching() const;
     /// Loss finite? Any saved tensor already stale (backward would raise)? Call after forward.
     GuardVerdict beforeBackward(const at::Tensor &loss);
     /// Every gradient finite? Call after backward.

@@ -15,6 +15,7 @@
 #include "engine/core/torchdevice.h"
 #include "engine/dist/distributedgroup.h"
 #include "engine/dist/gradientreducer.h"
+#include "engine/inspect/trainingguard.h"
 #include "engine/io/safetensorsfile.h"
 #include "engine/model/llamaconfig.h"
 #include "engine/model/deviceplacement.h"
@@ -124,6 +125,7 @@ std::vector<std::pair<std::string, std::string>> planDeviceMap(const TrainingPar
     settings.train = params.method == TrainingMethod::Lora ? plan::TrainMode::Lora : plan::TrainMode::Full;
     settings.dtype = "float32"; // the trainer keeps float32 weights
     settings.loraRank = params.lora.r;
+    settings.loraDropout = params.lora.dropout;
     if (params.method == TrainingMethod::Lora && params.lora.targetRegex.empty())
         settings.loraTargets = params.lora.targets;
     settings.batchSize = params.batchSize;
@@ -588,9 +590,10 @@ struct LoopPosition {
 /// Returns the folder; empty (with a warning) when it could not be written.
 std::string saveNonFiniteStep(const std::filesystem::path &outputDir, int64_t step, model::LlamaForCausalLM &model,
                               const TrainingParams &params, const PreparedJob &job,
-                              const std::vector<std::pair<torch::Tensor, torch::Tensor>> &micro, TrainingObserver &observer)
+                              const std::vector<std::pair<torch::Tensor, torch::Tensor>> &micro, TrainingObserver &observer,
+                              const std::string &prefix = "nonfinite-step-")
 {
-    const std::filesystem::path dir = outputDir / ("nonfinite-step-" + std::to_string(step));
+    const std::filesystem::path dir = outputDir / (prefix + std::to_string(step));
     try {
         StagedFolder staged(dir);
         if (params.method == TrainingMethod::Lora)
@@ -760,6 +763,22 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
     }
 
     CpuUsageMeter cpuMeter; // the process's CPU use over each step (the system metrics)
+    inspect::TrainingGuard guard; // watches each micro-batch's saved tensors when params.inspectGuard
+    // The step kept for the inspector, an event that offers it, and the command that inspects it.
+    auto keepStepForInspection = [&](int64_t step, const std::vector<std::pair<torch::Tensor, torch::Tensor>> &micro,
+                                     const std::string &what, const std::string &prefix) {
+        if (store) // rank 0 keeps its shard of the step
+            at.nonFiniteStepFolder = saveNonFiniteStep(outputDir, step, model, params, job, micro, observer, prefix);
+        ranks.waitForRank0(); // all stop together, once rank 0 has kept the step
+        const std::string inspect = at.nonFiniteStepFolder.empty()
+            ? std::string("tunebench inspect, or the Inspect page")
+            : "tunebench inspect --model " + at.nonFiniteStepFolder + " --data " + at.nonFiniteStepFolder
+                + "/batch.safetensors, or Inspect on the Train page";
+        event(LogLevel::Error, what + "; run stopped before the update (inspect this step: " + inspect + ")");
+        if (store && !at.nonFiniteStepFolder.empty())
+            store->addArtifact(runId, "nonfinite_step", at.nonFiniteStepFolder);
+        return inspect;
+    };
     for (int64_t step = firstStep; step <= totalSteps; ++step) {
         if (control.paused()) {
             writer.flush();
@@ -802,6 +821,8 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
         double lossValue = 0;
         for (size_t k = 0; k < micro.size(); ++k) {
             const auto &[rows, rowLabels] = micro[k];
+            if (params.inspectGuard)
+                guard.beginStep();
             at.phase = "forward";
             const torch::Tensor batch = rows.to(device);
             const torch::Tensor logits = forwardLogits(model, batch, params.sequenceLength, amp);
@@ -812,11 +833,25 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
                                                .reduction(torch::kSum)
                                                .ignore_index(kIgnoreLabel))
                 / stepTokens;
-            lossValue += loss.item<double>();
+            const double microLoss = loss.item<double>();
+            lossValue += microLoss;
+            if (guard.watching() && std::isfinite(microLoss)) {
+                // A saved tensor already written in place: backward would raise PyTorch's version error.
+                // Stop here instead, with the step kept for the inspector (a finite loss is checked
+                // below, with the whole step's).
+                const inspect::GuardVerdict verdict = guard.beforeBackward(loss);
+                if (verdict.fired) {
+                    guard.endStep();
+                    const std::string what = "the guard stopped step " + std::to_string(step) + ": " + verdict.reason;
+                    const std::string inspect = keepStepForInspection(step, micro, what, "guarded-step-");
+                    throw invalidInput(what + "; find the in-place write: " + inspect);
+                }
+            }
             at.phase = "backward";
             if (reducer)
                 reducer->prepare(/*synchronize=*/k + 1 == micro.size()); // as DDP's no_sync() before the last
             (scaler ? scaler->scale(loss) : loss).backward();
+            guard.endStep();
         }
         if (reducer) {
             at.phase = "summing gradients over the ranks";
@@ -832,19 +867,12 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
         metrics.totalSteps = totalSteps;
         metrics.loss = lossValue;
         metrics.learningRate = lr;
-        if (!std::isfinite(lossValue)) {
-            const std::string what = "the loss is " + formatDouble(lossValue) + " at step " + std::to_string(step);
+        // A non-finite loss, or (fp32/bf16) a finite loss whose gradients hold NaN or Inf: stop with the
+        // step kept for the inspector, or skip it. Updating would carry the NaN into every weight, and
+        // the next step's inspection would find it there instead of where it began.
+        auto stopOrSkip = [&](const std::string &what) {
             if (params.nonFinite == NonFinitePolicy::Stop) {
-                if (store) // rank 0 keeps its shard of the step
-                    at.nonFiniteStepFolder = saveNonFiniteStep(outputDir, step, model, params, job, micro, observer);
-                ranks.waitForRank0(); // all stop together, once rank 0 has kept the step
-                const std::string inspect = at.nonFiniteStepFolder.empty()
-                    ? std::string("tunebench inspect, or the Inspect page")
-                    : "tunebench inspect --model " + at.nonFiniteStepFolder + " --data " + at.nonFiniteStepFolder
-                        + "/batch.safetensors, or Inspect on the Train page";
-                event(LogLevel::Error, what + "; run stopped before the update (inspect this step: " + inspect + ")");
-                if (store && !at.nonFiniteStepFolder.empty())
-                    store->addArtifact(runId, "nonfinite_step", at.nonFiniteStepFolder);
+                const std::string inspect = keepStepForInspection(step, micro, what, "nonfinite-step-");
                 throw invalidInput("training diverged: " + what + "; lower the learning rate (now "
                                    + formatDouble(params.learningRate) + ") or find where the NaN first appears: " + inspect);
             }
@@ -856,14 +884,20 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
             metrics.skipped = true;
             event(LogLevel::Warning, what + "; step skipped (no update)");
             observer.onLog(LogLevel::Warning, what + "; step skipped (no update)");
+        };
+        GradientNorm norm;
+        if (!std::isfinite(lossValue)) {
+            stopOrSkip("the loss is " + formatDouble(lossValue) + " at step " + std::to_string(step));
         } else if (scaler && !scaler->unscale(parameters)) {
             // fp16 overflowed in backward (the loss itself is finite): no update, a smaller scale next step.
             optimizer->zeroGrad();
             metrics.skipped = true;
             scaler->update();
             writer.addValue("train/loss_scale", step, wallNow(), scaler->currentScale());
+        } else if (norm = clipGradients(parameters, params.gradClipNorm); !std::isfinite(norm.total)) {
+            stopOrSkip("the gradient norm is " + formatDouble(norm.total) + " at step " + std::to_string(step)
+                       + " (the loss, " + formatDouble(lossValue) + ", is finite: backward made the NaN or Inf)");
         } else {
-            const GradientNorm norm = clipGradients(parameters, params.gradClipNorm);
             metrics.gradNorm = norm.total;
             for (const auto &[deviceName, value] : norm.perDevice)
                 writer.addValue("train/grad_norm/" + deviceName, step, wallNow(), value);

@@ -158,6 +158,7 @@ nlohmann::json TrainingParams::toJson() const
         {"save_every", saveEvery},
         {"keep_checkpoints", keepCheckpoints},
         {"on_non_finite_loss", nonFinite == NonFinitePolicy::Skip ? "skip" : "stop"},
+        {"inspect_guard", inspectGuard},
         {"bad_lines", skipBadLines ? "skip" : "stop"},
         {"sample_prompt", samplePrompt},
         {"sample_tokens", sampleTokens},

@@ -85,7 +85,11 @@ struct TrainingParams {
     int64_t keepCheckpoints = 3; ///< keep the last K checkpoints (0 = keep all)
     std::string resumeFrom;     ///< a run's output folder or checkpoint folder to continue; empty = a new run
     int64_t resumeRunId = 0;    ///< the run the resumed steps are written to (set with resumeFrom)
-    NonFinitePolicy nonFinite = NonFinitePolicy::Stop;
+    NonFinitePolicy nonFinite = NonFinitePolicy::Stop; ///< for a non-finite loss or gradient
+    /// The inspector's always-on guard (engine/inspect/trainingguard.h): each step's saved tensors are
+    /// watched, so an in-place write that would break backward stops the run before backward, with the
+    /// step kept for the Inspect page. Loss and gradients are checked for NaN/Inf either way.
+    bool inspectGuard = true;
     std::string samplePrompt;   ///< when set, a greedy sample of this prompt is generated before and after training
     int64_t sampleTokens = 40;  ///< new tokens of that sample
     bool skipBadLines = false;  ///< a malformed JSONL line is skipped and counted instead of stopping the run

@@ -515,8 +515,16 @@ QWidget *TrainSettingsForm::createEvalTab()
     addRow(saveForm, tr("Bad &lines:"), m_badLinesCombo);
     m_nonFiniteCombo = choices("nonFiniteCombo", {{tr("stop the run"), QStringLiteral("stop")},
                                                   {tr("skip the step"), QStringLiteral("skip")}}, saveBox);
-    m_nonFiniteCombo->setToolTip(tr("What a NaN or infinite loss does"));
+    m_nonFiniteCombo->setToolTip(tr("What a NaN or infinite loss or gradient does"));
     addRow(saveForm, tr("NaN lo&ss:"), m_nonFiniteCombo);
+    m_guardCheck = new QCheckBox(tr("Guard each step for the inspector"), saveBox);
+    m_guardCheck->setObjectName(QStringLiteral("guardCheck"));
+    m_guardCheck->setToolTip(tr("Watch the tensors autograd saves: an in-place write that would break backward "
+                                "stops the run before backward, and the step is kept for the Inspect page"));
+    m_guardCheck->setChecked(true);
+    m_tabOf.insert(m_guardCheck, m_tabs->count());
+    saveForm->addRow(QString(), m_guardCheck);
+    watch(m_guardCheck);
     layout->addWidget(saveBox);
     layout->addStretch(1);
     return tab;
@@ -621,6 +629,7 @@ TrainingParams TrainSettingsForm::params() const
                   : precision == QStringLiteral("fp16") ? Precision::Fp16
                                                         : Precision::Fp32;
     p.gradientCheckpointing = m_checkpointingCheck->isChecked();
+    p.inspectGuard = m_guardCheck->isChecked();
     return p;
 }
 
@@ -680,6 +689,7 @@ void TrainSettingsForm::setParams(const TrainingParams &p)
         setDeviceMapChoice(QStringLiteral("auto"));
     select(m_precisionCombo, QString::fromLatin1(precisionName(p.precision)));
     m_checkpointingCheck->setChecked(p.gradientCheckpointing);
+    m_guardCheck->setChecked(p.inspectGuard);
     m_filling = false;
     updateEnabled();
     revalidate();

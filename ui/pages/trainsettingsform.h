@@ -176,6 +176,7 @@ private:
     QCheckBox *m_saveModelCheck = nullptr;
     QComboBox *m_badLinesCombo = nullptr;
     QComboBox *m_nonFiniteCombo = nullptr;
+    QCheckBox *m_guardCheck = nullptr; ///< TrainingParams::inspectGuard
 
     QSpinBox *m_threadsSpin = nullptr;
     QComboBox *m_deviceCombo = nullptr;

@@ -604,6 +604,93 @@ TEST_F(TrainerTest, ANonFiniteLossStopsTheRunOrSkipsTheStep)
         EXPECT_TRUE(m.skipped);
 }
 
+TEST_F(TrainerTest, AFiniteLossWithNonFiniteGradientsStopsBeforeTheUpdate)
+{
+    // Regression: only the loss was checked, so a step whose backward made NaN (loss finite) updated
+    // every weight with it, and the next step's inspection found NaN in the weights, not its origin.
+    engine::JobControl control;
+    const std::string baseModel = trainBase("nangrad-base.sqlite3", 1);
+    ASSERT_FALSE(baseModel.empty());
+    // Embeddings near float32's largest value: every RMSNorm's square overflows to Inf, its rsqrt is 0,
+    // so each layer sees zeros and the logits are exactly 0 (loss ln 512). Backward multiplies that 0
+    // by an infinite sum over the huge inputs: NaN gradients under a finite loss.
+    const fs::path poisoned = s_dir->path() / "overflowing";
+    fs::create_directories(poisoned);
+    {
+        auto model = engine::model::loadPretrained(baseModel);
+        torch::NoGradGuard noGrad;
+        torch::Tensor embed = model->model->embed_tokens->weight;
+        torch::manual_seed(7);
+        embed.copy_(3e38 * (0.3 + 0.7 * torch::rand(embed.sizes())));
+        engine::model::savePretrained(model, poisoned);
+        fs::copy_file(fs::path(baseModel) / "tokenizer.model", poisoned / "tokenizer.model");
+    }
+    TrainingParams params = tinyParams("nangrad.sqlite3");
+    params.modelPath = poisoned.string();
+    params.steps = 3;
+    params.warmupSteps = 0;
+    RecordingObserver stop;
+    const auto stopped = engine::train::runTraining(params, control, stop);
+    ASSERT_EQ(stopped.status, JobStatus::Failed);
+    EXPECT_NE(stopped.error->message.find("the gradient norm is nan at step 1"), std::string::npos)
+        << stopped.error->message;
+    EXPECT_NE(stopped.error->message.find("is finite"), std::string::npos) << stopped.error->message;
+    EXPECT_TRUE(stop.steps.empty()); // no step was taken
+
+    // The step kept for the inspector ran with the unchanged weights: the inspection finds where the
+    // first non-finite value appeared (the first norm's square, in forward), not NaN everywhere.
+    ASSERT_FALSE(stopped.nonFiniteStepPath.empty());
+    const fs::path step = stopped.nonFiniteStepPath;
+    {
+        auto kept = engine::model::loadPretrained(step);
+        EXPECT_TRUE(kept->model->embed_tokens->weight.isfinite().all().item<bool>());
+    }
+    const auto report = engine::inspect::inspectModelFolder(step, step / "batch.safetensors");
+    EXPECT_EQ(report.status, engine::inspect::InspectStatus::Nan) << report.summary << report.error;
+    ASSERT_TRUE(report.nan.has_value()) << report.summary;
+    EXPECT_EQ(report.nan->module, "model.layers.0.input_layernorm") << report.nan->op;
+    EXPECT_TRUE(std::isfinite(report.loss));
+
+    // Skipping leaves the weights as they were: every step skipped, the saved model still finite.
+    params.nonFinite = engine::train::NonFinitePolicy::Skip;
+    params.storePath = (s_dir->path() / "nangrad-skip.sqlite3").string();
+    params.outputDir = (s_dir->path() / "out-nangrad-skip").string();
+    RecordingObserver skip;
+    const auto skipped = engine::train::runTraining(params, control, skip);
+    ASSERT_EQ(skipped.status, JobStatus::Succeeded) << (skipped.error ? skipped.error->message : "");
+    ASSERT_EQ(skip.steps.size(), 3u);
+    for (const auto &m : skip.steps)
+        EXPECT_TRUE(m.skipped);
+}
+
+TEST_F(TrainerTest, TheGuardWatchesEveryStepWithoutChangingTheLosses)
+{
+    // The always-on guard (saved-tensor hooks) leaves a clean run's losses exactly as they are without
+    // it, and the run's settings record it.
+    engine::JobControl control;
+    TrainingParams params = tinyParams("guard-on.sqlite3");
+    params.steps = 4;
+    params.gradAccumulation = 2;
+    params.gradientCheckpointing = true;
+    RecordingObserver on, off;
+    ASSERT_TRUE(params.inspectGuard); // the default
+    const auto guarded = engine::train::runTraining(params, control, on);
+    ASSERT_EQ(guarded.status, JobStatus::Succeeded) << (guarded.error ? guarded.error->message : "");
+    params.inspectGuard = false;
+    params.storePath = (s_dir->path() / "guard-off.sqlite3").string();
+    params.outputDir = (s_dir->path() / "out-guard-off").string();
+    const auto plain = engine::train::runTraining(params, control, off);
+    ASSERT_EQ(plain.status, JobStatus::Succeeded) << (plain.error ? plain.error->message : "");
+    ASSERT_EQ(on.steps.size(), off.steps.size());
+    for (size_t i = 0; i < on.steps.size(); ++i) {
+        EXPECT_EQ(on.steps[i].loss, off.steps[i].loss) << "step " << i + 1;
+        EXPECT_EQ(on.steps[i].gradNorm, off.steps[i].gradNorm) << "step " << i + 1;
+    }
+    auto store = engine::store::RunStore::open((s_dir->path() / "guard-on.sqlite3").string());
+    const auto config = nlohmann::json::parse(store.run(guarded.runId)->configJson);
+    EXPECT_EQ(config["training"]["inspect_guard"], true) << config.dump();
+}
+
 TEST_F(TrainerTest, TokenizerIsTrainedOnceThenCached)
 {
     engine::JobControl control;
