@@ -7,6 +7,7 @@
 #include "engine/core/atomicfile.h"
 #include "engine/core/byteunits.h"
 #include "engine/core/error.h"
+#include "engine/core/textutil.h"
 #include "engine/plan/devicemapjson.h"
 #include "engine/plan/planner.h"
 
@@ -16,6 +17,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 namespace app::cli {
@@ -86,7 +88,7 @@ public:
         m_command->footer(
             "Budgets: --max-memory 0=15GiB,1=15GiB,cpu=13GiB[,disk=...] (integers are bytes; KB/MB/GB are powers of\n"
             "10, KiB/MiB/GiB of 2). Weights-only plans equal Accelerate's infer_auto_device_map. Training plans add\n"
-            "gradients, AdamW state, activations, logits and 1 GiB runtime overhead per GPU.\n"
+            "gradients, AdamW state, activations, logits and a runtime overhead per GPU (--gpu-overhead, 1 GiB).\n"
             "Examples:\n"
             "  tunebench plan --model chatglm-6b --max-memory 0=15GiB,1=15GiB,cpu=13GiB --dtype float16 \\\n"
             "      --train lora --lora-r 32 --lora-targets query_key_value --batch-size 3\n"
@@ -100,6 +102,11 @@ public:
         m_command->add_option("--train", m_train, "none (default) | lora | full");
         m_command->add_option("--lora-r", m_settings.loraRank, "LoRA rank (default 8)");
         m_command->add_option("--lora-targets", m_loraTargets, "Modules LoRA adapts, e.g. q_proj,v_proj");
+        m_command->add_option("--lora-dropout", m_settings.loraDropout,
+                              "LoRA dropout (default 0.05, as train): above 0 each adapted layer keeps its dropped input");
+        m_command->add_option("--gpu-overhead", m_gpuOverhead,
+                              "Runtime memory per GPU outside the tensors (CUDA context, cuBLAS workspace, allocator) "
+                              "counted inside its budget in training plans: a size such as 1.5GiB, or 0 (default 1GiB)");
         m_command->add_option("--batch-size", m_settings.batchSize, "Sequences per step (default 8)");
         m_command->add_option("--seq-len", m_settings.sequenceLength, "Tokens per sequence (default 128)");
         m_command->add_flag("--checkpointing", m_settings.checkpointing, "Gradient checkpointing per decoder layer");
@@ -123,12 +130,21 @@ public:
             if (!m_loraTargets.empty())
                 settings.loraTargets = splitList(m_loraTargets);
             checkSettings(settings);
+            std::optional<int64_t> gpuOverhead;
+            if (m_command->count("--gpu-overhead"))
+                gpuOverhead = engine::trimWhitespace(m_gpuOverhead) == "0" ? 0 : engine::parseByteSize(m_gpuOverhead, "--gpu-overhead");
+            auto applyOverhead = [&](std::vector<DeviceSpec> &specs) {
+                for (DeviceSpec &d : specs)
+                    if (d.isGpu() && gpuOverhead)
+                        d.overheadBytes = *gpuOverhead;
+            };
 
             const Planner planner(planModelFromPath(m_model));
             std::vector<DeviceSpec> devices;
             std::vector<std::string> notes;
             if (m_command->count("--max-memory")) {
                 devices = parseMaxMemory(m_maxMemory);
+                applyOverhead(devices);
             } else if (m_import.empty()) {
                 throw engine::invalidInput("--max-memory is required: give budgets such as 0=15GiB,1=15GiB,cpu=13GiB");
             }
@@ -153,6 +169,7 @@ public:
                 }
                 Plan imported = importDeviceMap(document, m_import, devices, settings);
                 imported.modelType = planner.model().tree.modelType;
+                applyOverhead(imported.devices);
                 imported.warnings = planner.model().warnings;
                 plan = planner.revalidate(imported);
             } else {
@@ -193,7 +210,7 @@ private:
     CLI::App *m_command = nullptr;
     PlanSettings m_settings;
     std::string m_model, m_maxMemory, m_strategy = "auto", m_noSplit, m_dtype, m_train = "none", m_loraTargets;
-    std::string m_output, m_import;
+    std::string m_output, m_import, m_gpuOverhead;
     bool m_json = false;
 };
 

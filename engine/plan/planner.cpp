@@ -269,6 +269,8 @@ void checkSettings(const PlanSettings &s)
     positive(s.sequenceLength, 1 << 24, "--seq-len");
     if (s.train == TrainMode::Lora)
         positive(s.loraRank, 1 << 16, "--lora-r");
+    if (!(s.loraDropout >= 0 && s.loraDropout < 1))
+        throw invalidInput("--lora-dropout is " + std::to_string(s.loraDropout) + ": must be at least 0 and below 1");
 }
 
 std::vector<std::pair<std::string, std::string>> Plan::placements() const

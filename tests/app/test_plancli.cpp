@@ -184,6 +184,50 @@ TEST_F(PlanCliTest, UnknownModelTypeFallsBackToTensorNames)
     expectOneError({"--model", folder.string(), "--max-memory", "0=1GB"}, "no safetensors weights");
 }
 
+// The per-GPU runtime overhead is the user's to set; it counts inside the GPU's budget in training plans,
+// and the LoRA dropout changes what each adapted layer keeps.
+TEST_F(PlanCliTest, GpuOverheadAndLoraDropoutAreSettings)
+{
+    const std::vector<std::string> base = {"--model", (kConfigs / "chatglm-6b.json").string(), "--max-memory",
+                                           "0=15GiB,1=15GiB,cpu=13GiB", "--dtype", "float16", "--train", "lora",
+                                           "--lora-r", "32", "--lora-targets", "query_key_value", "--batch-size", "3"};
+    auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return runJson(args);
+    };
+    const json standard = with({});
+    const json none = with({"--gpu-overhead", "0"});
+    const json large = with({"--gpu-overhead", "2.5GiB"});
+    ASSERT_TRUE(standard.is_object() && none.is_object() && large.is_object());
+    EXPECT_EQ(standard["devices"][0]["overhead"], 1LL << 30);
+    EXPECT_EQ(none["devices"][0]["overhead"], 0);
+    EXPECT_EQ(large["devices"][0]["overhead"], 5LL << 29);
+    EXPECT_EQ(none["devices"][2]["overhead"], 0); // the CPU has none
+    // Less room for layers on the GPUs: the CPU gets at least as much.
+    auto onCpu = [](const json &plan) {
+        int count = 0;
+        for (const auto &[module, device] : plan["device_map"].items())
+            count += device == "cpu" ? 1 : 0;
+        return count;
+    };
+    EXPECT_LE(onCpu(none), onCpu(standard));
+    EXPECT_LE(onCpu(standard), onCpu(large));
+
+    const json noDropout = with({"--lora-dropout", "0"});
+    ASSERT_TRUE(noDropout.is_object());
+    auto activations = [](const json &plan) { // over all devices: the same whatever the split
+        int64_t sum = 0;
+        for (const json &device : plan["devices"])
+            sum += device["activations"].get<int64_t>();
+        return sum;
+    };
+    EXPECT_LT(activations(noDropout), activations(standard));
+
+    expectOneError({"--model", base[1], "--max-memory", "0=15GiB", "--gpu-overhead", "-1GiB"}, "--gpu-overhead");
+    expectOneError({"--model", base[1], "--max-memory", "0=15GiB", "--lora-dropout", "1.5"}, "--lora-dropout");
+}
+
 TEST_F(PlanCliTest, BadInputGivesOneError)
 {
     const std::string model = (kConfigs / "chatglm-6b.json").string();

@@ -5,6 +5,7 @@
 #include "ui/widgets/devicecolumns.h"
 
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QSpinBox>
@@ -101,6 +102,21 @@ TEST_F(PlanPageTest, DraggingALayerToTheCpuChangesTheBarsAndUndoRestoresThem)
     EXPECT_EQ(columns->data().devices[cpu].used(), cpuBefore);
     m_page->undoStack()->redo();
     EXPECT_EQ(m_page->plan()->deviceOf(module.toStdString()), "cpu");
+}
+
+TEST_F(PlanPageTest, TheGpuOverheadIsAFieldThatReplans)
+{
+    ASSERT_TRUE(m_page->openModel(kChatGlm));
+    ASSERT_NE(m_page->plan(), nullptr);
+    EXPECT_EQ(m_page->plan()->usage[0].memory.overhead, int64_t(1) << 30);
+    auto *overhead = m_page->findChild<QDoubleSpinBox *>(QStringLiteral("planGpuOverhead"));
+    ASSERT_NE(overhead, nullptr);
+    overhead->setFocus();
+    overhead->selectAll();
+    QTest::keyClicks(overhead, QStringLiteral("2.5"));
+    QTest::keyClick(overhead, Qt::Key_Return);
+    EXPECT_EQ(m_page->plan()->usage[0].memory.overhead, int64_t(5) << 29);
+    EXPECT_EQ(m_page->plan()->devices[0].overheadBytes, int64_t(5) << 29);
 }
 
 TEST_F(PlanPageTest, ExportedMapImportsBackToTheSamePlan)

@@ -9,6 +9,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFile>
@@ -221,7 +222,18 @@ QWidget *PlanPage::createSettingsBar()
             addGpuPreset();
         m_presetCombo->setCurrentIndex(0);
     });
+    m_overheadSpin = new QDoubleSpinBox(bar);
+    m_overheadSpin->setObjectName(QStringLiteral("planGpuOverhead"));
+    m_overheadSpin->setRange(0, 64);
+    m_overheadSpin->setSingleStep(0.25);
+    m_overheadSpin->setDecimals(2);
+    m_overheadSpin->setValue(double(engine::plan::kDefaultGpuOverheadBytes) / double(1 << 30));
+    m_overheadSpin->setSuffix(tr(" GiB per GPU"));
+    m_overheadSpin->setToolTip(tr("Runtime memory outside the tensors on each GPU (CUDA context, cuBLAS workspace, "
+                                  "allocator), counted inside its budget when planning training"));
+    connect(m_overheadSpin, &QDoubleSpinBox::editingFinished, this, &PlanPage::replan);
     memoryRow->addWidget(m_memoryEdit, 1);
+    memoryRow->addWidget(m_overheadSpin);
     memoryRow->addWidget(m_presetCombo);
     form->addRow(tr("Devices:"), memoryRow);
 
@@ -322,7 +334,10 @@ void PlanPage::replan()
     if (!m_planner)
         return;
     try {
-        const auto devices = engine::plan::parseMaxMemory(m_memoryEdit->text().toStdString());
+        auto devices = engine::plan::parseMaxMemory(m_memoryEdit->text().toStdString());
+        for (engine::plan::DeviceSpec &d : devices)
+            if (d.isGpu())
+                d.overheadBytes = static_cast<int64_t>(m_overheadSpin->value() * double(1 << 30));
         Plan plan = m_planner->plan(devices, settingsFromFields());
         QSettings().setValue(QStringLiteral("Plan/maxMemory"), m_memoryEdit->text());
         m_undo->clear();

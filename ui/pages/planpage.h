@@ -19,6 +19,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
 class QListWidget;
@@ -89,6 +90,7 @@ private:
     QLineEdit *m_modelEdit = nullptr;
     QLineEdit *m_memoryEdit = nullptr;
     QComboBox *m_presetCombo = nullptr;
+    QDoubleSpinBox *m_overheadSpin = nullptr; ///< GiB of runtime overhead per GPU in training plans
     QComboBox *m_strategyCombo = nullptr;
     QComboBox *m_trainCombo = nullptr;
     QComboBox *m_dtypeCombo = nullptr;
