@@ -632,8 +632,8 @@ TEST_F(TrainerTest, AFiniteLossWithNonFiniteGradientsStopsBeforeTheUpdate)
     RecordingObserver stop;
     const auto stopped = engine::train::runTraining(params, control, stop);
     ASSERT_EQ(stopped.status, JobStatus::Failed);
-    EXPECT_NE(stopped.error->message.find("the gradient norm is nan at step 1"), std::string::npos)
-        << stopped.error->message;
+    EXPECT_NE(stopped.error->message.find("the gradient norm is "), std::string::npos) << stopped.error->message;
+    EXPECT_NE(stopped.error->message.find("nan at step 1"), std::string::npos) << stopped.error->message;
     EXPECT_NE(stopped.error->message.find("is finite"), std::string::npos) << stopped.error->message;
     EXPECT_TRUE(stop.steps.empty()); // no step was taken
 
@@ -670,6 +670,7 @@ TEST_F(TrainerTest, TheGuardWatchesEveryStepWithoutChangingTheLosses)
     engine::JobControl control;
     TrainingParams params = tinyParams("guard-on.sqlite3");
     params.steps = 4;
+    params.warmupSteps = 0;
     params.gradAccumulation = 2;
     params.gradientCheckpointing = true;
     RecordingObserver on, off;
