@@ -144,6 +144,15 @@ TEST_F(MainWindowTest, SidebarSwitchesPagesAndThePlanAndInspectPagesStartWithWha
     EXPECT_EQ(m_window->trainPage()->stateText(), QStringLiteral("Idle"));
 }
 
+// Regression: the plots' toolbar made the Train and Runs pages, and so the window, at least 1385 px wide:
+// more than a 1366x768 laptop screen. The window fits a 1280x720 one (less a taskbar's height).
+TEST_F(MainWindowTest, TheWindowFitsALaptopScreen)
+{
+    const QSize smallest = m_window->minimumSizeHint();
+    EXPECT_LE(smallest.width(), 1280) << smallest.width() << "x" << smallest.height();
+    EXPECT_LE(smallest.height(), 720) << smallest.width() << "x" << smallest.height();
+}
+
 TEST_F(MainWindowTest, InvalidSettingsShowOneMessageAndStartNoJob)
 {
     setSmallSettings(40);

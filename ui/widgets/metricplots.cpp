@@ -261,7 +261,9 @@ void MetricPlots::buildToolbar()
     m_smoothingSlider->setSingleStep(10);
     m_smoothingSlider->setPageStep(100);
     m_smoothingSlider->setValue(int(std::lround(m_smoothing * 1000)));
-    m_smoothingSlider->setFixedWidth(140);
+    m_smoothingSlider->setMinimumWidth(60); // grows to 140 where there is room: the page must fit a laptop
+    m_smoothingSlider->setMaximumWidth(140);
+    m_smoothingSlider->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
     m_smoothingSlider->setToolTip(tr("Weight of the debiased moving average, computed over every point"));
     smoothingText->setBuddy(m_smoothingSlider);
     m_smoothingLabel = new QLabel(this);
@@ -276,19 +278,23 @@ void MetricPlots::buildToolbar()
     resetButton->setToolTip(tr("The whole x range, each plot fitted (or double-click a plot)"));
     connect(resetButton, &QToolButton::clicked, this, &MetricPlots::resetView);
 
-    auto *imageButton = new QToolButton(this);
-    imageButton->setObjectName(QStringLiteral("exportImageButton"));
-    imageButton->setText(tr("Export image…"));
-    imageButton->setToolTip(tr("Save the plots as PNG, SVG or PDF"));
-    connect(imageButton, &QToolButton::clicked, this, &MetricPlots::showExportImageDialog);
+    // One Export button with a menu: two buttons side by side made every page with plots wider than a
+    // 1366-px laptop screen.
+    auto *exportButton = new QToolButton(this);
+    exportButton->setObjectName(QStringLiteral("exportButton"));
+    exportButton->setText(tr("Export"));
+    exportButton->setToolTip(tr("Save the plots as PNG, SVG or PDF, or their points as CSV"));
+    exportButton->setPopupMode(QToolButton::InstantPopup);
+    auto *exportMenu = new QMenu(exportButton);
+    QAction *imageAction = exportMenu->addAction(tr("Image (PNG, SVG, PDF)…"), this, &MetricPlots::showExportImageDialog);
+    imageAction->setObjectName(QStringLiteral("exportImageAction"));
+    imageAction->setToolTip(tr("Save the plots as PNG, SVG or PDF"));
+    QAction *csvAction = exportMenu->addAction(tr("Data (CSV)…"), this, &MetricPlots::showExportCsvDialog);
+    csvAction->setObjectName(QStringLiteral("exportCsvAction"));
+    csvAction->setToolTip(tr("Save every stored point of the shown metrics as CSV"));
+    exportButton->setMenu(exportMenu);
 
-    auto *csvButton = new QToolButton(this);
-    csvButton->setObjectName(QStringLiteral("exportCsvButton"));
-    csvButton->setText(tr("Export CSV…"));
-    csvButton->setToolTip(tr("Save every stored point of the shown metrics as CSV"));
-    connect(csvButton, &QToolButton::clicked, this, &MetricPlots::showExportCsvDialog);
-
-    for (QToolButton *button : {m_metricsButton, m_logButton, resetButton, imageButton, csvButton})
+    for (QToolButton *button : {m_metricsButton, m_logButton, resetButton, exportButton})
         button->setAutoRaise(true);
 
     bar->addWidget(xLabel);
@@ -301,8 +307,7 @@ void MetricPlots::buildToolbar()
     bar->addWidget(m_smoothingLabel);
     bar->addStretch(1);
     bar->addWidget(resetButton);
-    bar->addWidget(imageButton);
-    bar->addWidget(csvButton);
+    bar->addWidget(exportButton);
     static_cast<QVBoxLayout *>(layout())->addLayout(bar);
 }
 
