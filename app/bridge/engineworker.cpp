@@ -26,6 +26,9 @@ public:
             Q_EMIT m_worker.metricsAvailable();
     }
 
+    /// The eval loss before training goes the same way: a step-0 entry the Train page plots.
+    void onInitialEvaluation(const engine::train::StepMetrics &metrics) override { onStep(metrics); }
+
 private:
     EngineWorker &m_worker;
     MetricsBuffer &m_metrics;

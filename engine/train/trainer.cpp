@@ -753,6 +753,12 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
             const double before = evaluate(model, params, job.evalSequences, job.evalLabels, device, ranks);
             writer.addValue("eval/loss", 0, 0.0, before);
             writer.addValue("eval/perplexity", 0, 0.0, std::exp(before));
+            StepMetrics initial;
+            initial.totalSteps = totalSteps;
+            initial.evaluated = true;
+            initial.evalLoss = before;
+            initial.evalPerplexity = std::exp(before);
+            observer.onInitialEvaluation(initial);
             observer.onLog(LogLevel::Info, "eval loss before training: " + formatDouble(before) + " (perplexity "
                                                + formatDouble(std::exp(before)) + ")");
         }

@@ -31,6 +31,9 @@ public:
     virtual void onLog(LogLevel level, const std::string &text) {}
     /// After every optimizer step.
     virtual void onStep(const StepMetrics &metrics) {}
+    /// The eval loss before the first step of a new run with eval data: step 0, `evaluated` set, no
+    /// training values. Later evaluations arrive with their step in onStep.
+    virtual void onInitialEvaluation(const StepMetrics &metrics) {}
 };
 
 /// How a training job ended.

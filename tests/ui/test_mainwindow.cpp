@@ -11,6 +11,7 @@
 #include "ui/pages/runspage.h"
 #include "ui/pages/trainpage.h"
 #include "ui/widgets/metricplots.h"
+#include "ui/widgets/qcustomplotinclude.h"
 #include "uitestsupport.h"
 
 #include <QAction>
@@ -303,7 +304,12 @@ TEST_F(MainWindowTest, EvalLossAndMemoryShowWhileTraining)
     EXPECT_EQ(m_window->trainPage()->stateText(), QStringLiteral("Succeeded")) << logText().toStdString();
     EXPECT_EQ(m_window->trainPage()->plottedSteps(), 8);
     ui::MetricPlots *plots = m_window->trainPage()->plots();
-    EXPECT_GE(plots->pointCount(ui::TrainPage::kLiveRun, QStringLiteral("eval/loss")), 2) << "evaluated every steps/10 steps and at the end";
+    // Before training (step 0: the live plot had no point there), at step 4 and at the end.
+    EXPECT_EQ(plots->pointCount(ui::TrainPage::kLiveRun, QStringLiteral("eval/loss")), 3);
+    const QCPGraph *evalGraph = plots->rawGraph(ui::TrainPage::kLiveRun, QStringLiteral("eval/loss"));
+    ASSERT_NE(evalGraph, nullptr);
+    ASSERT_FALSE(evalGraph->data()->isEmpty());
+    EXPECT_EQ(evalGraph->data()->constBegin()->key, 0.0);
     EXPECT_EQ(plots->pointCount(ui::TrainPage::kLiveRun, QStringLiteral("train/learning_rate")), 8);
     EXPECT_EQ(plots->pointCount(ui::TrainPage::kLiveRun, QStringLiteral("memory/cpu")), 8);
     EXPECT_EQ(plots->plotIndexOf(QStringLiteral("eval/loss")), plots->plotIndexOf(QStringLiteral("train/loss")));

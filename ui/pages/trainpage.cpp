@@ -566,13 +566,14 @@ void TrainPage::onStepMetrics(const QList<engine::train::StepMetrics> &batch)
     m_progressBar->setValue(static_cast<int>(std::min<qint64>(last.step, m_totalSteps)));
     m_progressBar->setFormat(tr("Step %1 of %2 · %3 left").arg(last.step).arg(m_totalSteps).arg(formatDuration(eta)));
 
-    if (last.step > 0)
+    if (last.step > 0) { // step 0 (the eval loss before training) has no training values
         m_lossValue->setText(formatNumber(last.loss));
-    m_smoothedValue->setText(formatNumber(m_plot->lastSmoothedValue(kLiveRun, QStringLiteral("train/loss"))));
-    m_lrValue->setText(formatNumber(last.learningRate, 3));
-    m_gradNormValue->setText(formatNumber(last.gradNorm, 3));
-    m_speedValue->setText(tr("%1 tokens/s").arg(QLocale().toString(last.tokensPerSecond, 'f', 0)));
-    m_elapsedValue->setText(formatDuration(last.wallSeconds));
+        m_smoothedValue->setText(formatNumber(m_plot->lastSmoothedValue(kLiveRun, QStringLiteral("train/loss"))));
+        m_lrValue->setText(formatNumber(last.learningRate, 3));
+        m_gradNormValue->setText(formatNumber(last.gradNorm, 3));
+        m_speedValue->setText(tr("%1 tokens/s").arg(QLocale().toString(last.tokensPerSecond, 'f', 0)));
+        m_elapsedValue->setText(formatDuration(last.wallSeconds));
+    }
     if (last.cpuPeakBytes > 0 || last.gpuPeakBytes > 0) {
         QStringList parts;
         if (last.cpuPeakBytes > 0)
