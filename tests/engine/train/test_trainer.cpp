@@ -86,6 +86,24 @@ protected:
         return outcome.modelPath;
     }
 
+    /// The tiny config trained one step, saved to `folder` with its weights changed by `edit`, and its tokenizer.
+    fs::path editedBase(const std::string &folder, const std::string &db,
+                        const std::function<void(engine::model::LlamaForCausalLM &)> &edit) const
+    {
+        const std::string baseModel = trainBase(db, 1);
+        EXPECT_FALSE(baseModel.empty());
+        const fs::path edited = s_dir->path() / folder;
+        fs::create_directories(edited);
+        auto model = engine::model::loadPretrained(baseModel);
+        {
+            torch::NoGradGuard noGrad;
+            edit(model);
+        }
+        engine::model::savePretrained(model, edited);
+        fs::copy_file(fs::path(baseModel) / "tokenizer.model", edited / "tokenizer.model");
+        return edited;
+    }
+
     static testing_support::TempDir *s_dir;
 };
 
@@ -538,18 +556,10 @@ TEST_F(TrainerTest, LoraWithDropoutResumesBitForBitAndKeepsTheBaseFolderUntouche
 TEST_F(TrainerTest, ANonFiniteLossStopsTheRunOrSkipsTheStep)
 {
     engine::JobControl control;
-    const std::string baseModel = trainBase("nan-base.sqlite3", 1);
-    ASSERT_FALSE(baseModel.empty());
     // One NaN in the norm of the last layer poisons every logit.
-    const fs::path poisoned = s_dir->path() / "poisoned";
-    fs::create_directories(poisoned);
-    {
-        auto model = engine::model::loadPretrained(baseModel);
-        torch::NoGradGuard noGrad;
+    const fs::path poisoned = editedBase("poisoned", "nan-base.sqlite3", [](engine::model::LlamaForCausalLM &model) {
         model->model->norm->weight[3] = std::nan("");
-        engine::model::savePretrained(model, poisoned);
-        fs::copy_file(fs::path(baseModel) / "tokenizer.model", poisoned / "tokenizer.model");
-    }
+    });
     TrainingParams params = tinyParams("nan.sqlite3");
     params.modelPath = poisoned.string();
     params.steps = 3;
@@ -609,22 +619,14 @@ TEST_F(TrainerTest, AFiniteLossWithNonFiniteGradientsStopsBeforeTheUpdate)
     // Regression: only the loss was checked, so a step whose backward made NaN (loss finite) updated
     // every weight with it, and the next step's inspection found NaN in the weights, not its origin.
     engine::JobControl control;
-    const std::string baseModel = trainBase("nangrad-base.sqlite3", 1);
-    ASSERT_FALSE(baseModel.empty());
     // Embeddings near float32's largest value: every RMSNorm's square overflows to Inf, its rsqrt is 0,
     // so each layer sees zeros and the logits are exactly 0 (loss ln 512). Backward multiplies that 0
     // by an infinite sum over the huge inputs: NaN gradients under a finite loss.
-    const fs::path poisoned = s_dir->path() / "overflowing";
-    fs::create_directories(poisoned);
-    {
-        auto model = engine::model::loadPretrained(baseModel);
-        torch::NoGradGuard noGrad;
+    const fs::path poisoned = editedBase("overflowing", "nangrad-base.sqlite3", [](engine::model::LlamaForCausalLM &model) {
         torch::Tensor embed = model->model->embed_tokens->weight;
         torch::manual_seed(7);
         embed.copy_(3e38 * (0.3 + 0.7 * torch::rand(embed.sizes())));
-        engine::model::savePretrained(model, poisoned);
-        fs::copy_file(fs::path(baseModel) / "tokenizer.model", poisoned / "tokenizer.model");
-    }
+    });
     TrainingParams params = tinyParams("nangrad.sqlite3");
     params.modelPath = poisoned.string();
     params.steps = 3;
