@@ -104,6 +104,22 @@ protected:
         return edited;
     }
 
+    /// Runs `params` with --on-nan skip into `db`: it succeeds with every one of its steps skipped.
+    engine::train::TrainingOutcome runSkippingEveryStep(TrainingParams params, const std::string &db) const
+    {
+        engine::JobControl control;
+        params.nonFinite = engine::train::NonFinitePolicy::Skip;
+        params.storePath = (s_dir->path() / db).string();
+        params.outputDir = (s_dir->path() / ("out-" + db)).string();
+        RecordingObserver skip;
+        const auto skipped = engine::train::runTraining(params, control, skip);
+        EXPECT_EQ(skipped.status, JobStatus::Succeeded) << (skipped.error ? skipped.error->message : "");
+        EXPECT_EQ(skip.steps.size(), static_cast<size_t>(params.steps));
+        for (const auto &m : skip.steps)
+            EXPECT_TRUE(m.skipped);
+        return skipped;
+    }
+
     static testing_support::TempDir *s_dir;
 };
 
@@ -604,14 +620,7 @@ TEST_F(TrainerTest, ANonFiniteLossStopsTheRunOrSkipsTheStep)
     EXPECT_EQ(loraReport.status, engine::inspect::InspectStatus::Nan) << loraReport.summary << loraReport.error;
     EXPECT_NE(loraReport.source.find("adapter over " + poisoned.string()), std::string::npos) << loraReport.source;
 
-    params.nonFinite = engine::train::NonFinitePolicy::Skip;
-    params.storePath = (s_dir->path() / "nan-skip.sqlite3").string();
-    RecordingObserver skip;
-    const auto skipped = engine::train::runTraining(params, control, skip);
-    ASSERT_EQ(skipped.status, JobStatus::Succeeded) << (skipped.error ? skipped.error->message : "");
-    ASSERT_EQ(skip.steps.size(), 3u);
-    for (const auto &m : skip.steps)
-        EXPECT_TRUE(m.skipped);
+    runSkippingEveryStep(params, "nan-skip.sqlite3");
 }
 
 TEST_F(TrainerTest, AFiniteLossWithNonFiniteGradientsStopsBeforeTheUpdate)
@@ -654,15 +663,10 @@ TEST_F(TrainerTest, AFiniteLossWithNonFiniteGradientsStopsBeforeTheUpdate)
     EXPECT_TRUE(std::isfinite(report.loss));
 
     // Skipping leaves the weights as they were: every step skipped, the saved model still finite.
-    params.nonFinite = engine::train::NonFinitePolicy::Skip;
-    params.storePath = (s_dir->path() / "nangrad-skip.sqlite3").string();
-    params.outputDir = (s_dir->path() / "out-nangrad-skip").string();
-    RecordingObserver skip;
-    const auto skipped = engine::train::runTraining(params, control, skip);
-    ASSERT_EQ(skipped.status, JobStatus::Succeeded) << (skipped.error ? skipped.error->message : "");
-    ASSERT_EQ(skip.steps.size(), 3u);
-    for (const auto &m : skip.steps)
-        EXPECT_TRUE(m.skipped);
+    const auto skipped = runSkippingEveryStep(params, "nangrad-skip.sqlite3");
+    ASSERT_FALSE(skipped.modelPath.empty());
+    auto saved = engine::model::loadPretrained(skipped.modelPath);
+    EXPECT_TRUE(saved->model->embed_tokens->weight.isfinite().all().item<bool>());
 }
 
 TEST_F(TrainerTest, TheGuardWatchesEveryStepWithoutChangingTheLosses)
