@@ -218,13 +218,38 @@ bool isJsonl(const fs::path &path)
     return ext == ".jsonl" || ext == ".json" || ext == ".ndjson";
 }
 
-std::string datasetText(const fs::path &path)
+struct DatasetFile::Content {
+    fs::path path;
+    bool jsonl = false;
+    std::string text;             ///< plain text
+    std::vector<Record> records;  ///< JSONL
+    int64_t skippedBadLines = 0;
+};
+
+DatasetFile::DatasetFile(const fs::path &path, BadLinePolicy badLines) : m_content(std::make_unique<Content>())
 {
-    if (!isJsonl(path))
-        return readCorpusText(path);
-    int64_t skipped = 0;
+    m_content->path = path;
+    m_content->jsonl = isJsonl(path);
+    if (m_content->jsonl)
+        m_content->records = readJsonl(path, badLines, m_content->skippedBadLines);
+    else
+        m_content->text = readCorpusText(path);
+}
+
+DatasetFile::~DatasetFile() = default;
+DatasetFile::DatasetFile(DatasetFile &&) noexcept = default;
+DatasetFile &DatasetFile::operator=(DatasetFile &&) noexcept = default;
+
+const fs::path &DatasetFile::path() const { return m_content->path; }
+
+std::string datasetText(const fs::path &path) { return DatasetFile(path, BadLinePolicy::Skip).trainingText(); }
+
+std::string DatasetFile::trainingText() const
+{
+    if (!m_content->jsonl)
+        return m_content->text;
     std::string text;
-    for (const Record &r : readJsonl(path, BadLinePolicy::Skip, skipped)) {
+    for (const Record &r : m_content->records) {
         auto add = [&](const json &v) {
             if (v.is_string() && !v.get<std::string>().empty())
                 text += v.get<std::string>() + "\n\n";
@@ -269,21 +294,28 @@ ChatTemplateSource readChatTemplate(const fs::path &modelFolder)
 std::optional<TokenRows> loadDataset(const fs::path &path, const tokenize::SentencePieceTokenizer *tokenizer,
                                      int64_t vocabSize, const DatasetOptions &options, const JobControl &control)
 {
+    return loadDataset(DatasetFile(path, options.badLines), tokenizer, vocabSize, options, control);
+}
+
+std::optional<TokenRows> loadDataset(const DatasetFile &file, const tokenize::SentencePieceTokenizer *tokenizer,
+                                     int64_t vocabSize, const DatasetOptions &options, const JobControl &control)
+{
     TokenRows rows;
     rows.width = options.sequenceLength + 1;
-    const std::string where = path.string();
-    if (!isJsonl(path)) {
+    const DatasetFile::Content &content = *file.m_content;
+    const std::string where = content.path.string();
+    if (!content.jsonl) {
         if (!tokenizer)
             throw invalidInput(where + ": plain text needs a tokenizer");
-        const std::string text = readCorpusText(path);
-        std::vector<int32_t> ids = tokenizeCorpus(text, *tokenizer, tokenizer->eosId(), control);
+        std::vector<int32_t> ids = tokenizeCorpus(content.text, *tokenizer, tokenizer->eosId(), control);
         if (control.cancelRequested())
             return std::nullopt;
         rows.examples = 1;
         rows.tokens = static_cast<int64_t>(ids.size());
         pack(std::vector<int64_t>(ids.begin(), ids.end()), rows.width, rows);
     } else {
-        const std::vector<Record> records = readJsonl(path, options.badLines, rows.skippedBadLines);
+        const std::vector<Record> &records = content.records;
+        rows.skippedBadLines = content.skippedBadLines;
         if (records.empty())
             throw invalidInput(where + " holds no JSON records");
         auto lineError = [&](const Record &r, const std::string &what) {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -61,14 +62,40 @@ struct TokenRows {
 /// Whether `path` is read as JSONL.
 bool isJsonl(const std::filesystem::path &path);
 
-/// The text a tokenizer would be trained on: the file itself (plain text) or every record's text
-/// (text, prompt + completion, message contents) one per paragraph. Empty for pre-tokenized data.
+/// A data file read once: its text (plain text) or its parsed JSONL records, so that the tokenizer's
+/// training text and the token rows come from one read and one parse of a large file.
+class DatasetFile {
+public:
+    /// Reads `path`. JSONL lines are parsed under `badLines`: a malformed line stops (Error(InvalidInput)
+    /// naming the file and line) or is skipped and counted. Error(Io) when unreadable.
+    DatasetFile(const std::filesystem::path &path, BadLinePolicy badLines);
+    ~DatasetFile();
+    DatasetFile(DatasetFile &&) noexcept;
+    DatasetFile &operator=(DatasetFile &&) noexcept;
+
+    const std::filesystem::path &path() const;
+    /// The text a tokenizer would be trained on: the file itself (plain text) or every record's text
+    /// (text, prompt + completion, message contents) one per paragraph. Empty for pre-tokenized data.
+    std::string trainingText() const;
+
+private:
+    friend std::optional<TokenRows> loadDataset(const DatasetFile &, const tokenize::SentencePieceTokenizer *, int64_t,
+                                                const DatasetOptions &, const JobControl &);
+    struct Content; // dataset.cpp
+    std::unique_ptr<Content> m_content;
+};
+
+/// DatasetFile(path, BadLinePolicy::Skip).trainingText().
 std::string datasetText(const std::filesystem::path &path);
 
-/// Reads and tokenizes `path`. Throws Error(InvalidInput) naming the file and line for a malformed
-/// line (BadLinePolicy::Stop), a record of no known format, mixed formats, chat data without a
-/// template, ids outside the vocabulary, and data that gives no row with anything to learn; Error(Io)
-/// when unreadable. Returns std::nullopt when cancelled.
+/// Tokenizes a data file into rows. Throws Error(InvalidInput) naming the file and line for a record of
+/// no known format, mixed formats, chat data without a template, ids outside the vocabulary, and data
+/// that gives no row with anything to learn. Returns std::nullopt when cancelled. (options.badLines
+/// applied when the file was read.)
+std::optional<TokenRows> loadDataset(const DatasetFile &file, const tokenize::SentencePieceTokenizer *tokenizer,
+                                     int64_t vocabSize, const DatasetOptions &options, const JobControl &control);
+
+/// Reads `path` (DatasetFile with options.badLines) and tokenizes it as above.
 std::optional<TokenRows> loadDataset(const std::filesystem::path &path, const tokenize::SentencePieceTokenizer *tokenizer,
                                      int64_t vocabSize, const DatasetOptions &options, const JobControl &control);
 

@@ -221,7 +221,9 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
                            + std::to_string(job.config.maxPositionEmbeddings));
     }
 
-    const std::string text = datasetText(job.corpusPath);
+    // Read (and for JSONL parsed) once: the tokenizer's text and the token rows both come from it.
+    const DatasetFile data(job.corpusPath, params.skipBadLines ? BadLinePolicy::Skip : BadLinePolicy::Stop);
+    const std::string text = data.trainingText();
     observer.onLog(LogLevel::Info, "data " + job.corpusPath.string() + ": " + std::to_string(fs::file_size(job.corpusPath))
                                        + " bytes");
 
@@ -249,7 +251,7 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
         rows.ids.clear();
         rows.labels.clear();
     };
-    std::optional<TokenRows> rows = loadDataset(job.corpusPath, tok, job.config.vocabSize, options, control);
+    std::optional<TokenRows> rows = loadDataset(data, tok, job.config.vocabSize, options, control);
     if (!rows)
         return std::nullopt;
     job.dataFormat = dataFormatName(rows->format);
