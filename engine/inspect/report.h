@@ -175,7 +175,7 @@ struct GraphEdge {
 struct AutogradGraph {
     std::vector<GraphNode> nodes;
     std::vector<GraphEdge> edges;
-    bool truncated = false;             ///< the walk stopped at kMaxGraphNodes
+    bool truncated = false;             ///< the graph has more nodes than the kMaxGraphNodes kept here
     static constexpr size_t kMaxGraphNodes = 4000;
 };
 

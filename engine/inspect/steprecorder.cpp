@@ -502,53 +502,42 @@ std::vector<StaleSaved> StepRecorder::beginBackward(const at::Tensor &loss)
     std::unordered_set<int64_t> reachable;
     AutogradGraph &graph = m_state->graph;
     graph = {};
-    // The guard (no op trace) only needs which nodes backward runs; node names (a demangled type
-    // name each) are looked up for the stale ones alone.
+    // Breadth first from the loss, every node (which saved tensors backward will unpack), so that a
+    // graph truncated for the report keeps the nodes nearest the loss. The guard (no op trace) needs
+    // no report graph and no node names (a demangled type name each) but for the stale tensors.
     const bool guardOnly = !m_state->options.recordOps;
-    std::unordered_map<int64_t, torch::autograd::Node *> nodeBySeqGuard;
-    if (guardOnly && loss.defined() && loss.grad_fn()) {
-        std::vector<torch::autograd::Node *> order{loss.grad_fn().get()};
-        std::unordered_set<torch::autograd::Node *> seen{loss.grad_fn().get()};
-        for (size_t next = 0; next < order.size(); ++next) {
-            torch::autograd::Node *node = order[next];
-            const auto seq = static_cast<int64_t>(node->sequence_nr());
-            reachable.insert(seq);
-            nodeBySeqGuard.emplace(seq, node);
-            for (const torch::autograd::Edge &edge : node->next_edges())
-                if (edge.function && seen.insert(edge.function.get()).second)
-                    order.push_back(edge.function.get());
-        }
-    } else if (loss.defined() && loss.grad_fn()) {
-        // Breadth first from the loss, so a truncated graph keeps the nodes nearest the loss.
+    std::unordered_map<int64_t, torch::autograd::Node *> nodeOfSeq;
+    if (loss.defined() && loss.grad_fn()) {
         std::vector<torch::autograd::Node *> order{loss.grad_fn().get()};
         std::unordered_map<torch::autograd::Node *, int64_t> ids{{loss.grad_fn().get(), 0}};
+        const auto inGraph = [&](int64_t id) { return !guardOnly && id < int64_t(AutogradGraph::kMaxGraphNodes); };
         for (size_t next = 0; next < order.size(); ++next) {
             torch::autograd::Node *node = order[next];
             const auto seq = static_cast<int64_t>(node->sequence_nr());
             reachable.insert(seq);
-            m_state->nodeNameBySeq[seq] = node->name();
-            GraphNode item;
-            item.id = static_cast<int64_t>(next);
-            item.name = node->name();
-            item.sequenceNr = seq;
-            if (auto op = m_state->lastForwardOpBySeq.find(seq); op != m_state->lastForwardOpBySeq.end())
-                item.forwardOp = op->second;
-            graph.nodes.push_back(std::move(item));
+            nodeOfSeq.emplace(seq, node);
+            if (!guardOnly)
+                m_state->nodeNameBySeq[seq] = node->name();
+            if (inGraph(static_cast<int64_t>(next))) {
+                GraphNode item;
+                item.id = static_cast<int64_t>(next);
+                item.name = m_state->nodeNameBySeq[seq];
+                item.sequenceNr = seq;
+                if (auto op = m_state->lastForwardOpBySeq.find(seq); op != m_state->lastForwardOpBySeq.end())
+                    item.forwardOp = op->second;
+                graph.nodes.push_back(std::move(item));
+            }
             for (const torch::autograd::Edge &edge : node->next_edges()) {
                 if (!edge.function)
                     continue;
                 auto [it, added] = ids.emplace(edge.function.get(), static_cast<int64_t>(order.size()));
-                if (added) {
-                    if (order.size() >= AutogradGraph::kMaxGraphNodes) {
-                        ids.erase(it);
-                        graph.truncated = true;
-                        continue;
-                    }
+                if (added)
                     order.push_back(edge.function.get());
-                }
-                graph.edges.push_back({static_cast<int64_t>(next), it->second});
+                if (inGraph(static_cast<int64_t>(next)) && inGraph(it->second))
+                    graph.edges.push_back({static_cast<int64_t>(next), it->second});
             }
         }
+        graph.truncated = !guardOnly && order.size() > AutogradGraph::kMaxGraphNodes;
     }
     for (auto &[seq, opIndex] : m_state->lastForwardOpBySeq) {
         auto name = m_state->nodeNameBySeq.find(seq);
@@ -572,7 +561,7 @@ std::vector<StaleSaved> StepRecorder::beginBackward(const at::Tensor &loss)
         info.versionAtCheck = current;
         if (current != entry.savedVersion) {
             stale.push_back({info.id, entry.savedVersion, current});
-            if (auto node = nodeBySeqGuard.find(entry.seqNr); node != nodeBySeqGuard.end())
+            if (auto node = nodeOfSeq.find(entry.seqNr); guardOnly && node != nodeOfSeq.end())
                 info.backwardNode = node->second->name();
         }
     }

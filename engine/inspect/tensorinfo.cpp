@@ -65,7 +65,6 @@ bool hasNonFinite(const at::Tensor &t)
     return !t.isfinite().all().item<bool>();
 }
 
-
 std::string dtypeName(c10::ScalarType type)
 {
     switch (type) {

@@ -41,6 +41,12 @@ GuardVerdict TrainingGuard::beforeBackward(const at::Tensor &loss)
             return verdict;
         }
     }
+    return checkSavedTensors(loss);
+}
+
+GuardVerdict TrainingGuard::checkSavedTensors(const at::Tensor &loss)
+{
+    GuardVerdict verdict;
     if (m_recorder) {
         const std::vector<StaleSaved> stale = m_recorder->beginBackward(loss);
         if (!stale.empty()) {

@@ -41,6 +41,8 @@ public:
     bool watching() const;
     /// Loss finite? Any saved tensor already stale (backward would raise)? Call after forward.
     GuardVerdict beforeBackward(const at::Tensor &loss);
+    /// beforeBackward's second half, for a caller that checks the loss itself: any saved tensor stale?
+    GuardVerdict checkSavedTensors(const at::Tensor &loss);
     /// Every gradient finite? Call after backward.
     GuardVerdict afterBackward(const std::vector<at::Tensor> &parameters);
     /// Stops watching (also done by the destructor and the next beginStep).

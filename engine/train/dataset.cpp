@@ -237,10 +237,6 @@ DatasetFile::DatasetFile(const fs::path &path, BadLinePolicy badLines) : m_conte
 }
 
 DatasetFile::~DatasetFile() = default;
-DatasetFile::DatasetFile(DatasetFile &&) noexcept = default;
-DatasetFile &DatasetFile::operator=(DatasetFile &&) noexcept = default;
-
-const fs::path &DatasetFile::path() const { return m_content->path; }
 
 std::string datasetText(const fs::path &path) { return DatasetFile(path, BadLinePolicy::Skip).trainingText(); }
 

@@ -70,10 +70,6 @@ public:
     /// naming the file and line) or is skipped and counted. Error(Io) when unreadable.
     DatasetFile(const std::filesystem::path &path, BadLinePolicy badLines);
     ~DatasetFile();
-    DatasetFile(DatasetFile &&) noexcept;
-    DatasetFile &operator=(DatasetFile &&) noexcept;
-
-    const std::filesystem::path &path() const;
     /// The text a tokenizer would be trained on: the file itself (plain text) or every record's text
     /// (text, prompt + completion, message contents) one per paragraph. Empty for pre-tokenized data.
     std::string trainingText() const;

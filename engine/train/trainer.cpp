@@ -582,10 +582,11 @@ model::LlamaForCausalLM buildModel(const TrainingParams &params, const PreparedJ
 struct LoopPosition {
     std::string phase = "loading the model";
     int64_t step = 0;
-    std::string nonFiniteStepFolder; ///< set when a non-finite loss stopped the run
+    std::string nonFiniteStepFolder; ///< set when a non-finite loss or gradient, or the guard, stopped the run
 };
 
-/// The step whose loss was not finite, as the inspector reproduces it: <output>/nonfinite-step-<N>/ with
+/// The step that stopped the run, as the inspector reproduces it: <output>/<prefix><N>/ (nonfinite-step-
+/// for a NaN/Inf loss or gradient, guarded-step- when the guard found a stale saved tensor) with
 /// the weights the step ran with (the model in save_pretrained layout, or the LoRA adapter over its
 /// base) and batch.safetensors (input_ids and labels, every micro-batch). Nothing was updated, so
 /// `tunebench inspect --model DIR --data DIR/batch.safetensors` runs exactly that forward and backward.
@@ -593,7 +594,7 @@ struct LoopPosition {
 std::string saveNonFiniteStep(const std::filesystem::path &outputDir, int64_t step, model::LlamaForCausalLM &model,
                               const TrainingParams &params, const PreparedJob &job,
                               const std::vector<std::pair<torch::Tensor, torch::Tensor>> &micro, TrainingObserver &observer,
-                              const std::string &prefix = "nonfinite-step-")
+                              const std::string &prefix)
 {
     const std::filesystem::path dir = outputDir / (prefix + std::to_string(step));
     try {
@@ -847,7 +848,7 @@ LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobCon
                 // A saved tensor already written in place: backward would raise PyTorch's version error.
                 // Stop here instead, with the step kept for the inspector (a finite loss is checked
                 // below, with the whole step's).
-                const inspect::GuardVerdict verdict = guard.beforeBackward(loss);
+                const inspect::GuardVerdict verdict = guard.checkSavedTensors(loss);
                 if (verdict.fired) {
                     guard.endStep();
                     const std::string what = "the guard stopped step " + std::to_string(step) + ": " + verdict.reason;
