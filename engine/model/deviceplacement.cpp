@@ -139,7 +139,8 @@ std::string DevicePlacement::toJson() const
 std::vector<std::string> resolvePlacement(const DevicePlacement &placement,
                                           const std::vector<std::string> &parameterNames, int cudaDevices,
                                           const std::string &label,
-                                          const std::vector<std::pair<std::string, std::string>> &aliases)
+                                          const std::vector<std::pair<std::string, std::string>> &aliases,
+                                          const std::vector<std::string> &bufferModules)
 {
     std::set<std::string> seen;
     std::vector<std::string> duplicates;
@@ -172,6 +173,8 @@ std::vector<std::string> resolvePlacement(const DevicePlacement &placement,
             covers = covers || prefixCovers(module, name);
         for (const auto &alias : aliases)
             covers = covers || prefixCovers(module, alias.first);
+        for (const std::string &buffers : bufferModules)
+            covers = covers || prefixCovers(module, buffers);
         if (!covers)
             unknown.push_back(module);
     }

@@ -61,10 +61,13 @@ int cudaIndex(const std::string &device);
 /// entry covering an alias must put it on the device of the parameter it shares. One
 /// Error(InvalidInput) per problem, naming `label` and the entries or parameters: entries covering
 /// no parameter, parameters no entry covers, duplicate entries, a tied alias on another device,
-/// "cuda:N" with no CUDA (`cudaDevices` == 0) or N out of range.
+/// "cuda:N" with no CUDA (`cudaDevices` == 0) or N out of range. `bufferModules` are modules of
+/// buffers only (ModuleTree::bufferOnlyModules: "model.rotary_emb") that a map may name, as
+/// Accelerate's maps for transformers >= 4.45 do; they place nothing here.
 std::vector<std::string> resolvePlacement(const DevicePlacement &placement,
                                           const std::vector<std::string> &parameterNames, int cudaDevices,
                                           const std::string &label,
-                                          const std::vector<std::pair<std::string, std::string>> &aliases = {});
+                                          const std::vector<std::pair<std::string, std::string>> &aliases = {},
+                                          const std::vector<std::string> &bufferModules = {});
 
 } // namespace engine::model

@@ -4,6 +4,7 @@
 #include "engine/io/dtypetorch.h"
 #include "engine/io/shardindex.h"
 #include "engine/io/shardindexio.h"
+#include "engine/model/moduletree.h"
 
 #include <torch/cuda.h>
 #include <torch/torch.h>
@@ -79,7 +80,10 @@ DispatchedModel loadDispatched(const fs::path &folder, const DevicePlacement &pl
     if (config.tieWordEmbeddings)
         aliases.emplace_back("lm_head.weight", "model.embed_tokens.weight");
     const int cudaDevices = torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
-    const std::vector<std::string> devices = resolvePlacement(placement, names, cudaDevices, placementLabel, aliases);
+    // The model computes its rotary tables on each layer's device: a map's "model.rotary_emb" places nothing.
+    const std::vector<std::string> bufferModules = llamaModuleTree(config, "float32").bufferOnlyModules();
+    const std::vector<std::string> devices =
+        resolvePlacement(placement, names, cudaDevices, placementLabel, aliases, bufferModules);
     checkLayersWhole(names, devices, placementLabel);
 
     DispatchReport &report = result.report;

@@ -44,6 +44,13 @@ public:
         module.parameters.push_back({local, std::move(shape), m_dtype, {}});
     }
 
+    // A buffer in its own dtype (buffers are not cast to the config's torch_dtype at construction).
+    static void buffer(ModuleNode &module, const std::string &local, std::vector<int64_t> shape, const std::string &dtype,
+                       bool persistent)
+    {
+        module.buffers.push_back({local, std::move(shape), dtype, persistent});
+    }
+
     // nn.Linear(in, out): weight [out, in], bias [out].
     ModuleNode &linear(ModuleNode &parent, const std::string &local, int64_t in, int64_t out, bool bias) const
     {
@@ -181,6 +188,9 @@ ModuleTree gpt2Tree(const json &config, const std::string &source, const std::st
         ModuleNode &block = b.child(h, std::to_string(i), "GPT2Block");
         b.layerNorm(block, "ln_1", embd);
         ModuleNode &attn = b.child(block, "attn", "GPT2Attention");
+        // The causal mask and the masked value, registered in GPT2Attention.__init__.
+        TreeBuilder::buffer(attn, "bias", {1, 1, positions, positions}, "bool", true);
+        TreeBuilder::buffer(attn, "masked_bias", {}, "float32", true);
         b.conv1d(attn, "c_attn", embd, 3 * embd);
         b.conv1d(attn, "c_proj", embd, embd);
         b.layerNorm(block, "ln_2", embd);
@@ -229,6 +239,11 @@ ModuleTree chatglmTree(const json &config, const std::string &source, const std:
     }
     if (const auto it = config.find("pre_seq_len"); it != config.end() && !it->is_null())
         throw fieldError(source, "pre_seq_len", "is " + it->dump() + ": ChatGLM's P-tuning prefix encoder is not supported");
+    bool twoDimensional = true;
+    readBool(config, "position_encoding_2d", twoDimensional, source);
+    // RotaryEmbedding(dim) keeps inv_freq = 1 / base^(arange(0, dim, 2) / dim) in float16, a persistent buffer
+    // (it is in the checkpoint); dim is half a head with the 2D position encoding.
+    const int64_t rotaryDim = hidden / heads / (twoDimensional ? 2 : 1);
 
     const TreeBuilder b(dtype);
     ModuleTree tree;
@@ -242,6 +257,8 @@ ModuleTree chatglmTree(const json &config, const std::string &source, const std:
         ModuleNode &block = b.child(list, std::to_string(i), "GLMBlock");
         b.layerNorm(block, "input_layernorm", hidden);
         ModuleNode &attention = b.child(block, "attention", "SelfAttention");
+        TreeBuilder::buffer(b.child(attention, "rotary_emb", "RotaryEmbedding"), "inv_freq", {(rotaryDim + 1) / 2},
+                            "float16", true);
         b.linear(attention, "query_key_value", hidden, 3 * hidden, true);
         b.linear(attention, "dense", hidden, hidden, true);
         b.layerNorm(block, "post_attention_layernorm", hidden);
@@ -280,6 +297,14 @@ int64_t ParameterInfo::bytes() const
     return numel() * dtypeSize(dtype);
 }
 
+int64_t BufferInfo::numel() const
+{
+    int64_t n = 1;
+    for (const int64_t d : shape)
+        n *= d;
+    return n;
+}
+
 int64_t ModuleNode::parameterCount(bool includeTied) const
 {
     int64_t total = 0;
@@ -309,6 +334,18 @@ const ModuleNode *ModuleNode::find(std::string_view path) const
     return nullptr;
 }
 
+bool ModuleNode::holdsOnlyBuffers() const
+{
+    bool anyBuffer = false;
+    const std::function<bool(const ModuleNode &)> visit = [&](const ModuleNode &node) {
+        if (!node.parameters.empty())
+            return false;
+        anyBuffer = anyBuffer || !node.buffers.empty();
+        return std::all_of(node.children.begin(), node.children.end(), visit);
+    };
+    return visit(*this) && anyBuffer;
+}
+
 int64_t ModuleTree::parameterCount() const
 {
     return root.parameterCount(false);
@@ -331,6 +368,21 @@ std::vector<NamedParameter> ModuleTree::namedParameters(bool includeTied) const
         for (const ParameterInfo &p : node.parameters) {
             if (includeTied || p.tiedTo.empty())
                 out.push_back({node.name.empty() ? p.name : node.name + "." + p.name, p});
+        }
+        for (const ModuleNode &child : node.children)
+            visit(child);
+    };
+    visit(root);
+    return out;
+}
+
+std::vector<std::string> ModuleTree::bufferOnlyModules() const
+{
+    std::vector<std::string> out;
+    const std::function<void(const ModuleNode &)> visit = [&](const ModuleNode &node) {
+        if (node.holdsOnlyBuffers()) {
+            out.push_back(node.name);
+            return;
         }
         for (const ModuleNode &child : node.children)
             visit(child);
@@ -395,6 +447,10 @@ ModuleTree llamaModuleTree(const LlamaConfig &config, const std::string &dtype)
         b.rmsNorm(layer, "post_attention_layernorm", hidden, norm);
     }
     b.rmsNorm(model, "norm", hidden, norm);
+    // LlamaRotaryEmbedding: inv_freq = 1 / base^(arange(0, dim, 2) / dim), float32, register_buffer(persistent=False).
+    const int64_t rotaryDim = config.effectiveHeadDim();
+    TreeBuilder::buffer(b.child(model, "rotary_emb", config.className("RotaryEmbedding")), "inv_freq",
+                        {(rotaryDim + 1) / 2}, "float32", false);
     b.lmHead(tree.root, hidden, config.vocabSize, config.tieWordEmbeddings, "model.embed_tokens.weight", tree);
     return finish(std::move(tree));
 }

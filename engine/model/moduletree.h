@@ -2,8 +2,9 @@
 // Module trees: the modules and parameters of a Hugging Face causal LM, built from its config.json
 // alone (no weights, no torch), for planning (sizes per module, Accelerate-style device maps) and
 // for module paths. Children and parameters come in the order the transformers modeling class
-// registers them; modules without parameters (dropout, activations, rotary tables) are left out, and
-// so are buffers (non-persistent ones are not in checkpoints).
+// registers them. Buffers are kept too (the rotary tables' inv_freq, GPT-2's causal mask), because
+// Accelerate's module sizes count them and its maps name a module that holds only buffers
+// ("model.rotary_emb"); modules that hold neither (dropout, activations) are left out.
 //
 // How to use:
 //   ModuleTree tree = moduleTreeFromFolder("/models/Llama-2-7b-hf");
@@ -42,13 +43,26 @@ struct ParameterInfo {
     bool operator==(const ParameterInfo &) const = default;
 };
 
-/// A module: full path, transformers class name, direct parameters and child modules.
+/// A buffer of a module (register_buffer): memory on the module's device, never trained.
+struct BufferInfo {
+    std::string name;           ///< local name: "inv_freq", "bias"
+    std::vector<int64_t> shape; ///< [] for a scalar
+    std::string dtype;          ///< torch dtype name: "float32", "float16", "bool", ...
+    bool persistent = true;     ///< in state_dict and checkpoints (false: computed at construction)
+
+    /// Number of elements.
+    int64_t numel() const;
+    bool operator==(const BufferInfo &) const = default;
+};
+
+/// A module: full path, transformers class name, direct parameters, child modules and buffers.
 struct ModuleNode {
     std::string name;                      ///< full path ("model.layers.0.self_attn"); "" for the root
     std::string className;                 ///< "LlamaDecoderLayer", "Linear", "Conv1D", ...
     std::vector<ParameterInfo> parameters; ///< direct parameters, in registration order
     std::vector<ModuleNode> children;      ///< in registration order
     bool noSplit = false;                  ///< className is one of the architecture's no-split classes
+    std::vector<BufferInfo> buffers = {};  ///< direct buffers, in registration order
 
     /// Elements of all parameters in this subtree. `includeTied` false leaves out parameters that share
     /// another's storage (tiedTo set), as Accelerate's module sizes do.
@@ -57,6 +71,9 @@ struct ModuleNode {
     int64_t parameterBytes(bool includeTied = true) const;
     /// The module at full path `path` in this subtree ("" = this root), or nullptr.
     const ModuleNode *find(std::string_view path) const;
+    /// Whether this subtree holds buffers but no parameter ("model.rotary_emb"): a device map may name it,
+    /// though no weight of a checkpoint lies under it.
+    bool holdsOnlyBuffers() const;
     bool operator==(const ModuleNode &) const = default;
 };
 
@@ -84,6 +101,8 @@ struct ModuleTree {
     /// All parameters in registration order; tied duplicates left out unless `includeTied` (as PyTorch's
     /// named_parameters()).
     std::vector<NamedParameter> namedParameters(bool includeTied = false) const;
+    /// Full names of the modules that hold buffers but no parameter (holdsOnlyBuffers), outermost only.
+    std::vector<std::string> bufferOnlyModules() const;
 };
 
 /// Bytes per element of a torch dtype name ("bfloat16" -> 2); 0 when unknown.
@@ -94,7 +113,10 @@ int64_t dtypeSize(const std::string &dtype);
 std::vector<std::string> noSplitModuleClasses(const std::string &modelType);
 
 /// The tree of a llama, mistral or qwen2 model (the engine's LlamaForCausalLM registers the same
-/// parameters in the same order). `dtype` is a torch dtype name.
+/// parameters in the same order), in transformers' layout since 4.45: one rotary embedding at
+/// "model.rotary_emb" (a non-persistent float32 inv_freq of head_dim / 2), after "model.norm". The
+/// engine's model computes its rotary tables where each layer runs, so that module has no device of
+/// its own there. `dtype` is a torch dtype name.
 ModuleTree llamaModuleTree(const LlamaConfig &config, const std::string &dtype);
 
 /// Builds the tree of a config.json object, dispatching on model_type (llama, mistral, qwen2, chatglm,

@@ -87,7 +87,8 @@ std::vector<int64_t> balancedMemory(const AutoMapInput &in, const std::vector<De
     const int64_t perGpuBase = total / static_cast<int64_t>(lowZero ? gpus.size() - 1 : gpus.size());
 
     // The size of the first module of each no-split class, in compute_module_sizes' key order (the
-    // order parameters first reach a module: preorder, skipping modules with nothing counted).
+    // order parameters first reach a module: preorder, skipping modules with nothing counted; a module
+    // that holds only buffers would come after all of those, and no no-split class here is one).
     int64_t buffer = 0;
     {
         std::set<std::string> seen;
@@ -103,8 +104,9 @@ std::vector<int64_t> balancedMemory(const AutoMapInput &in, const std::vector<De
             buffer = std::max(buffer, in.sizes[i]);
         }
     }
-    // Mean of the "final modules": after dropping the parameters (the leaves of module_sizes), the
-    // modules none of whose child modules hold a counted parameter.
+    // Mean of the "final modules": after dropping the tensors (the leaves of module_sizes), the
+    // modules none of whose child modules hold a counted tensor (a parameter that is not a tied
+    // duplicate, or a buffer: named_module_tensors yields both).
     int64_t leafSum = 0, leafCount = 0;
     {
         std::vector<char> counted(t.nodes.size(), 0);
@@ -112,6 +114,8 @@ std::vector<int64_t> balancedMemory(const AutoMapInput &in, const std::vector<De
             const FlatNode &n = t.nodes[i];
             if (n.isParam)
                 counted[i] = !n.tiedDuplicate;
+            if (!n.buffers.empty())
+                counted[i] = 1;
             if (counted[i] && n.parent >= 0)
                 counted[n.parent] = 1;
         }

@@ -1,5 +1,6 @@
 #include "engine/plan/flattree.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace engine::plan {
@@ -28,7 +29,35 @@ void dtypeTraits(const std::string &dtype, int64_t &bytes, bool &isFloat)
         bytes = 4;
 }
 
+TensorBytes tensorBytes(const std::vector<int64_t> &shape, const std::string &dtype)
+{
+    TensorBytes t;
+    t.numel = 1;
+    for (const int64_t d : shape)
+        t.numel *= d;
+    dtypeTraits(dtype, t.elementBytes, t.isFloat);
+    t.isBool = dtype == "bool";
+    return t;
+}
+
 } // namespace
+
+int64_t TensorBytes::bytes(int64_t targetBytes) const
+{
+    if (isBool)
+        return (numel + 7) / 8;
+    if (targetBytes > 0 && isFloat)
+        return numel * std::min(elementBytes, targetBytes);
+    return numel * elementBytes;
+}
+
+int64_t FlatNode::bufferBytes(int64_t targetBytes) const
+{
+    int64_t total = 0;
+    for (const Buffer &b : buffers)
+        total += b.size.bytes(targetBytes);
+    return total;
+}
 
 int FlatTree::find(std::string_view name) const
 {
@@ -47,6 +76,8 @@ FlatTree flatten(const model::ModuleTree &tree)
         node.localName = module.name.substr(module.name.rfind('.') == std::string::npos ? 0 : module.name.rfind('.') + 1);
         node.className = module.className;
         node.parent = parent;
+        for (const model::BufferInfo &b : module.buffers)
+            node.buffers.push_back({b.name, tensorBytes(b.shape, b.dtype)});
         flat.nodes.push_back(std::move(node));
         for (const model::ParameterInfo &p : module.parameters) {
             FlatNode param;
@@ -56,8 +87,10 @@ FlatTree flatten(const model::ModuleTree &tree)
             param.parent = index;
             param.isParam = true;
             param.shape = p.shape;
-            param.numel = p.numel();
-            dtypeTraits(p.dtype, param.elementBytes, param.isFloat);
+            const TensorBytes traits = tensorBytes(p.shape, p.dtype);
+            param.numel = traits.numel;
+            param.elementBytes = traits.elementBytes;
+            param.isFloat = traits.isFloat;
             param.tiedDuplicate = !p.tiedTo.empty();
             const int paramIndex = static_cast<int>(flat.nodes.size());
             param.end = paramIndex + 1;
@@ -84,12 +117,9 @@ std::vector<int64_t> moduleSizes(const FlatTree &tree, int64_t targetBytes)
     std::vector<int64_t> sizes(tree.nodes.size(), 0);
     for (size_t i = tree.nodes.size(); i-- > 0;) {
         const FlatNode &node = tree.nodes[i];
-        if (node.isParam && !node.tiedDuplicate) {
-            int64_t bytes = node.elementBytes;
-            if (targetBytes > 0 && node.isFloat)
-                bytes = std::min(bytes, targetBytes);
-            sizes[i] = node.numel * bytes;
-        }
+        if (node.isParam && !node.tiedDuplicate)
+            sizes[i] = TensorBytes{node.numel, node.elementBytes, node.isFloat, false}.bytes(targetBytes);
+        sizes[i] += node.bufferBytes(targetBytes);
         if (node.parent >= 0)
             sizes[node.parent] += sizes[i];
     }

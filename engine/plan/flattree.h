@@ -1,7 +1,9 @@
 #pragma once
 // A module tree flattened into one array in preorder (a module, then its direct parameters, then its
 // children), the shape Accelerate's planner walks. Parameters are nodes too, because Accelerate
-// places a split module's direct parameters one by one. Built once per model; torch-free.
+// places a split module's direct parameters one by one; buffers are not (Accelerate never places a
+// split module's buffers by themselves): a module carries their sizes and they go where it goes.
+// Built once per model; torch-free.
 
 #include "engine/model/moduletree.h"
 
@@ -12,6 +14,18 @@
 #include <vector>
 
 namespace engine::plan {
+
+/// A tensor's size traits, for Accelerate's compute_module_sizes.
+struct TensorBytes {
+    int64_t numel = 0;
+    int64_t elementBytes = 0; ///< of its stored dtype (bool: 1, counted as 1/8)
+    bool isFloat = true;      ///< integer/bool tensors are never converted (Accelerate keeps their size)
+    bool isBool = false;
+
+    /// Its size when loaded in a dtype of `targetBytes` per element (0 = keep its own): never upcast;
+    /// bool at 1/8 byte an element, as accelerate's dtype_byte_size.
+    int64_t bytes(int64_t targetBytes) const;
+};
 
 /// One module or parameter.
 struct FlatNode {
@@ -29,6 +43,15 @@ struct FlatNode {
     int64_t elementBytes = 0;    ///< of its stored dtype
     bool isFloat = true;         ///< integer/bool tensors are never converted (Accelerate keeps their size)
     bool tiedDuplicate = false;  ///< shares another parameter's storage and comes later: size 0
+    // Modules only:
+    struct Buffer {
+        std::string name; ///< local name
+        TensorBytes size;
+    };
+    std::vector<Buffer> buffers; ///< direct buffers
+
+    /// Bytes of this module's direct buffers at `targetBytes` (see TensorBytes::bytes).
+    int64_t bufferBytes(int64_t targetBytes) const;
 };
 
 /// The flattened tree plus lookups.
@@ -55,8 +78,8 @@ struct FlatTree {
 FlatTree flatten(const model::ModuleTree &tree);
 
 /// Accelerate's compute_module_sizes for every node: numel × min(target, stored) bytes for floating
-/// tensors (never upcast), stored bytes for integer ones, 0 for tied duplicates. `targetBytes` 0 = keep
-/// each tensor's dtype.
+/// tensors (never upcast), stored bytes for integer ones, 0 for tied duplicates; a module's size holds
+/// its buffers. `targetBytes` 0 = keep each tensor's dtype.
 std::vector<int64_t> moduleSizes(const FlatTree &tree, int64_t targetBytes);
 
 } // namespace engine::plan

@@ -1,7 +1,8 @@
 // Training memory per module.
 //
 // Persistent state per parameter (FORMATS.md "Training memory"; HF "model memory anatomy"):
-//   weights    numel x bytes of the planned dtype (never upcast, as Accelerate sizes them)
+//   weights    numel x bytes of the planned dtype (never upcast, as Accelerate sizes them); a module's
+//              buffers (rotary inv_freq, GPT-2's causal mask) count here too, never trained
 //   gradients  trainable numel x 4 when the weights are 16-bit (mixed precision keeps fp32 master
 //              gradients) or x 4 in fp32
 //   optimizer  AdamW: 8 B per trainable parameter (exp_avg, exp_avg_sq in fp32), plus a 4 B fp32 master
@@ -211,11 +212,13 @@ NodeCosts computeCosts(const FlatTree &t, const PlanModel &model, const PlanSett
         }
     }
 
-    // Parameters.
+    // Parameters, and buffers (weights that are never trained).
     for (size_t i = 0; i < count; ++i) {
         const FlatNode &n = t.nodes[i];
-        if (!n.isParam)
+        if (!n.isParam) {
+            c.weights[i] = n.bufferBytes(weightBytes);
             continue;
+        }
         c.weights[i] = sizes[i];
         const bool trained = full && !n.tiedDuplicate && n.isFloat;
         c.trainable[i] = full ? (n.isFloat ? 1 : 0) : (lora && c.loraTarget[n.parent] ? 1 : 0);

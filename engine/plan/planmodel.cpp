@@ -131,6 +131,11 @@ void overlayDtypes(model::ModuleNode &node, const std::map<std::string, const io
         }
         p.dtype = torchDtypeName(std::string(io::dtypeName(it->second->dtype)));
     }
+    for (model::BufferInfo &b : node.buffers) { // persistent buffers are in checkpoints too
+        const auto it = byName.find(node.name.empty() ? b.name : node.name + "." + b.name);
+        if (it != byName.end() && std::vector<int64_t>(it->second->shape.begin(), it->second->shape.end()) == b.shape)
+            b.dtype = torchDtypeName(std::string(io::dtypeName(it->second->dtype)));
+    }
     for (model::ModuleNode &child : node.children)
         overlayDtypes(child, byName, warnings, shapeMismatches);
 }

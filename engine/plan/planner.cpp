@@ -482,9 +482,31 @@ Plan Planner::revalidate(Plan plan) const
                            + (unplaced.size() > 3 ? ", ..." : ""));
     }
     // Tied duplicates follow their module's entry; when none covers them, their partner's device.
+    // Buffers that no entry covers (a module of buffers only, such as "model.rotary_emb" in a map written
+    // before transformers moved the rotary embedding there, or a module whose children the map places
+    // one by one) are counted on the device of the parameters before them, where Accelerate's walk
+    // would have put them; a module of buffers only is named, since transformers wants it in a custom map.
+    int previous = 0;
     for (size_t i = 0; i < t.nodes.size(); ++i) {
-        if (t.nodes[i].isParam && deviceOfNode[i] < 0)
-            deviceOfNode[i] = deviceOfNode[t.nodes[i].parent] >= 0 ? deviceOfNode[t.nodes[i].parent] : 0;
+        const FlatNode &n = t.nodes[i];
+        if (n.isParam && deviceOfNode[i] < 0)
+            deviceOfNode[i] = deviceOfNode[n.parent] >= 0 ? deviceOfNode[n.parent] : 0;
+        else if (n.isParam && !n.tiedDuplicate)
+            previous = deviceOfNode[i];
+        if (n.isParam || deviceOfNode[i] >= 0 || n.buffers.empty())
+            continue;
+        deviceOfNode[i] = previous;
+        bool buffersOnly = true;
+        t.forEachParam(static_cast<int>(i), [&](int) { buffersOnly = false; });
+        if (!buffersOnly)
+            continue; // its parameters are placed one by one; the map can name no part that holds the buffers
+        const DeviceSpec &device = plan.devices[previous];
+        std::string names;
+        for (const FlatNode::Buffer &b : n.buffers)
+            names += (names.empty() ? "" : ", ") + n.name + "." + b.name;
+        plan.warnings.push_back("the device map gives " + names + " no device (buffers, no weights); counted on "
+                                + deviceLabel(device) + " here, but transformers needs them in a custom map: add \""
+                                + n.name + "\": " + (device.isGpu() ? device.key() : "\"" + device.key() + "\""));
     }
     const NodeCosts costs = computeCosts(t, m_model, plan.settings, planDtypeBytes(plan.settings.dtype),
                                          noSplitFlags(t, plan.noSplit));

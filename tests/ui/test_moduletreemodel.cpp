@@ -36,7 +36,11 @@ TEST(ModuleTreeModel, RowsFollowTheTree)
     const QModelIndex top = model.index(0, 0);
     EXPECT_EQ(top.data().toString(), QStringLiteral("model"));
     EXPECT_EQ(model.index(0, ui::ModuleTreeModel::ClassColumn).data().toString(), QStringLiteral("LlamaModel"));
-    EXPECT_EQ(model.rowCount(top), 3); // embed_tokens, layers, norm
+    EXPECT_EQ(model.rowCount(top), 4); // embed_tokens, layers, norm, rotary_emb
+    const QModelIndex rotary = model.indexForPath(QStringLiteral("model.rotary_emb"));
+    EXPECT_EQ(rotary.data(ui::ModuleTreeModel::PathRole).toString(), QStringLiteral("model.rotary_emb"));
+    EXPECT_TRUE(rotary.data(Qt::ToolTipRole).toString().contains(QStringLiteral("buffer inv_freq: float32 [2], not in checkpoints")))
+        << rotary.data(Qt::ToolTipRole).toString().toStdString();
     const QModelIndex layers = model.indexForPath(QStringLiteral("model.layers"));
     ASSERT_TRUE(layers.isValid());
     EXPECT_EQ(model.rowCount(layers), 2);

@@ -37,7 +37,15 @@ void ModuleTreeModel::addItem(const engine::model::ModuleNode &node, int parent)
     item.bytes = node.parameterBytes(false);
     for (const engine::model::ParameterInfo &p : node.parameters)
         if (!p.tiedTo.empty())
-            item.tiedNotes << tr("%1 shares storage with %2").arg(QString::fromStdString(p.name), QString::fromStdString(p.tiedTo));
+            item.notes << tr("%1 shares storage with %2").arg(QString::fromStdString(p.name), QString::fromStdString(p.tiedTo));
+    for (const engine::model::BufferInfo &b : node.buffers) {
+        QStringList dims;
+        for (const int64_t d : b.shape)
+            dims << QString::number(d);
+        item.notes << tr("buffer %1: %2 [%3]%4")
+                          .arg(QString::fromStdString(b.name), QString::fromStdString(b.dtype), dims.join(QStringLiteral(", ")),
+                               b.persistent ? QString() : tr(", not in checkpoints"));
+    }
     if (parent >= 0) // the root's children (parent item 0) are the top-level rows
         item.row = int(m_items[parent].children.size());
     m_items.append(item);
@@ -203,7 +211,7 @@ QVariant ModuleTreeModel::data(const QModelIndex &index, int role) const
             lines << tr("split over %1").arg(item.device);
         if (item.node->noSplit)
             lines << tr("kept whole on one device (no-split class)");
-        lines << item.tiedNotes;
+        lines << item.notes;
         return lines.join(QLatin1Char('\n'));
     }
     return {};

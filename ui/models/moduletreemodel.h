@@ -69,7 +69,7 @@ private:
         qint64 parameters = 0;   ///< tied parameters counted once (where they are owned)
         qint64 bytes = 0;
         QString device;          ///< resolved by resolveDevices()
-        QStringList tiedNotes;   ///< "weight shares storage with model.embed_tokens.weight"
+        QStringList notes;       ///< "weight shares storage with model.embed_tokens.weight", buffers
     };
 
     void addItem(const engine::model::ModuleNode &node, int parent);

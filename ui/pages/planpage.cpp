@@ -64,9 +64,12 @@ QString fromStd(const std::string &text) { return QString::fromStdString(text); 
 QString bytesText(int64_t bytes) { return fromStd(engine::formatBytes(bytes)); }
 
 /// The plan's blocks at layer granularity: the decoder layers (no-split classes) and the other
-/// modules that hold parameters directly, in module order.
+/// modules that hold parameters directly, in module order. A module of buffers only (the rotary
+/// embedding's few hundred bytes) is no block: it stays in the map and the module tree.
 void collectBlocks(const engine::model::ModuleNode &node, std::vector<const engine::model::ModuleNode *> &out)
 {
+    if (node.holdsOnlyBuffers())
+        return;
     if (!node.name.empty() && (node.noSplit || node.children.empty() || !node.parameters.empty())) {
         out.push_back(&node);
         return;

@@ -109,6 +109,16 @@ TEST(DevicePlacement, NamesUnknownModulesAndUnplacedParameters)
     expectError([] { resolvePlacement({}, kNames, 0, "map.json"); }, ErrorKind::InvalidInput, "empty");
 }
 
+// A module of buffers only ("model.rotary_emb") may be named when the caller says it exists.
+TEST(DevicePlacement, AcceptsModulesOfBuffersOnly)
+{
+    const DevicePlacement p{{{"", "cpu"}, {"model.rotary_emb", "disk"}}};
+    EXPECT_EQ(resolvePlacement(p, kNames, 0, "map.json", {}, {"model.rotary_emb"}), std::vector<std::string>(kNames.size(), "cpu"));
+    expectError([&] { resolvePlacement(p, kNames, 0, "map.json"); }, ErrorKind::InvalidInput, "'model.rotary_emb'");
+    expectError([&] { resolvePlacement({{{"", "cpu"}, {"model.rotary", "cpu"}}}, kNames, 0, "map.json", {}, {"model.rotary_emb"}); },
+                ErrorKind::InvalidInput, "'model.rotary'");
+}
+
 TEST(DevicePlacement, RefusesCudaDevicesThatDoNotExist)
 {
     expectError([] { resolvePlacement({{{"", "cpu"}, {"lm_head", "cuda:0"}}}, kNames, 0, "map.json"); },
@@ -206,8 +216,9 @@ TEST(DispatchedLoading, CpuAndDiskGiveTheSameLogitsAndGradients)
     const DevicePlacement p = DevicePlacement::fromJson(
         R"({"model.embed_tokens": "cpu", "model.layers.0": "disk", "model.layers.1.self_attn": "cpu",
             "model.layers.1.mlp": "disk", "model.layers.1.input_layernorm": "disk",
-            "model.layers.1.post_attention_layernorm": "cpu", "model.norm": "disk", "lm_head": "disk"})",
-        "map.json");
+            "model.layers.1.post_attention_layernorm": "cpu", "model.norm": "disk", "model.rotary_emb": "disk",
+            "lm_head": "disk"})",
+        "map.json"); // model.rotary_emb as Accelerate's maps for transformers >= 4.45 name it: placing nothing
     auto loaded = loadDispatched(dir.path(), p);
     expectSameAsSinglePlace(reference, loaded.model);
 

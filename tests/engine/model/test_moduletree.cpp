@@ -34,12 +34,16 @@ std::string shapeText(const std::vector<int64_t> &shape)
 }
 
 // One line per module ("path Class", " noSplit" when set), then one per direct parameter
-// ("  name [shape]", " tied TARGET" when tied), in tree order.
+// ("  name [shape]", " tied TARGET" when tied), then one per direct buffer ("  buffer name [shape]
+// dtype", " non-persistent" when so), in tree order.
 void dump(const ModuleNode &node, std::ostringstream &out)
 {
     out << node.name << ' ' << node.className << (node.noSplit ? " noSplit" : "") << '\n';
     for (const auto &p : node.parameters)
         out << "  " << p.name << ' ' << shapeText(p.shape) << (p.tiedTo.empty() ? "" : " tied " + p.tiedTo) << '\n';
+    for (const auto &b : node.buffers)
+        out << "  buffer " << b.name << ' ' << shapeText(b.shape) << ' ' << b.dtype << (b.persistent ? "" : " non-persistent")
+            << '\n';
     for (const ModuleNode &child : node.children)
         dump(child, out);
 }
@@ -134,6 +138,8 @@ model.layers.1.post_attention_layernorm LlamaRMSNorm
   weight [8]
 model.norm LlamaRMSNorm
   weight [8]
+model.rotary_emb LlamaRotaryEmbedding
+  buffer inv_freq [2] float32 non-persistent
 lm_head Linear
   weight [16,8]
 )");
@@ -141,9 +147,14 @@ lm_head Linear
     EXPECT_EQ(tree.modelType, "llama");
     EXPECT_EQ(tree.noSplitClasses, std::vector<std::string>{"LlamaDecoderLayer"});
     EXPECT_TRUE(tree.tiedParameters.empty());
-    // 128 + 2 × (64 + 32 + 32 + 64 + 3 × 96 + 16) + 8 + 128
+    // 128 + 2 × (64 + 32 + 32 + 64 + 3 × 96 + 16) + 8 + 128; buffers are no parameters
     EXPECT_EQ(tree.parameterCount(), 128 + 2 * 496 + 8 + 128);
     EXPECT_EQ(tree.parameterBytes(), 2 * tree.parameterCount());
+    // The module a device map may name though no checkpoint tensor lies under it.
+    EXPECT_EQ(tree.bufferOnlyModules(), std::vector<std::string>{"model.rotary_emb"});
+    EXPECT_TRUE(tree.find("model.rotary_emb")->holdsOnlyBuffers());
+    EXPECT_FALSE(tree.find("model")->holdsOnlyBuffers());
+    EXPECT_FALSE(tree.find("model.norm")->holdsOnlyBuffers()) << "no buffers at all";
 }
 
 TEST(ModuleTree, TinyQwen2FullListingWithQkvBiasesAndTiedHead)
@@ -186,6 +197,8 @@ model.layers.0.post_attention_layernorm Qwen2RMSNorm
   weight [8]
 model.norm Qwen2RMSNorm
   weight [8]
+model.rotary_emb Qwen2RotaryEmbedding
+  buffer inv_freq [2] float32 non-persistent
 lm_head Linear
   weight [16,8] tied model.embed_tokens.weight
 )");
@@ -240,6 +253,8 @@ model.layers.0.post_attention_layernorm MistralRMSNorm
   weight [8]
 model.norm MistralRMSNorm
   weight [8]
+model.rotary_emb MistralRotaryEmbedding
+  buffer inv_freq [3] float32 non-persistent
 lm_head Linear
   weight [16,8]
 )");
@@ -264,6 +279,8 @@ transformer.layers.0.input_layernorm LayerNorm
   weight [8]
   bias [8]
 transformer.layers.0.attention SelfAttention
+transformer.layers.0.attention.rotary_emb RotaryEmbedding
+  buffer inv_freq [1] float16
 transformer.layers.0.attention.query_key_value Linear
   weight [24,8]
   bias [24]
@@ -291,11 +308,16 @@ lm_head Linear
     EXPECT_EQ(tree.tiedParameters,
               (std::vector<std::vector<std::string>>{{"lm_head.weight", "transformer.word_embeddings.weight"}}));
     EXPECT_EQ(tree.parameterCount(), 128 + (16 + 216 + 72 + 16 + 180 + 168) + 16);
+    // inv_freq is persistent in ChatGLM-6B (its checkpoint holds it), inside the no-split block.
+    EXPECT_EQ(tree.bufferOnlyModules(), std::vector<std::string>{"transformer.layers.0.attention.rotary_emb"});
 
     json untied = config;
     untied["tie_word_embeddings"] = false;
     untied["inner_hidden_size"] = nullptr; // null means 4 × hidden_size
+    untied["position_encoding_2d"] = false; // rotary over the whole head: dim 4, inv_freq [2]
     const ModuleTree separate = moduleTreeFromConfig(untied, "cfg.json");
+    EXPECT_EQ(separate.find("transformer.layers.0.attention.rotary_emb")->buffers.front().shape,
+              std::vector<int64_t>{2});
     EXPECT_TRUE(separate.tiedParameters.empty());
     EXPECT_TRUE(separate.find("lm_head")->parameters.front().tiedTo.empty());
     EXPECT_EQ(separate.find("transformer.layers.0.mlp.dense_h_to_4h")->parameters.front().shape,
@@ -319,6 +341,8 @@ transformer.h.0.ln_1 LayerNorm
   weight [8]
   bias [8]
 transformer.h.0.attn GPT2Attention
+  buffer bias [1,1,6,6] bool
+  buffer masked_bias [] float32
 transformer.h.0.attn.c_attn Conv1D
   weight [8,24]
   bias [24]
@@ -392,7 +416,8 @@ TEST(ModuleTree, RealConfigSubtreesAndLlamaConfigAgree)
     EXPECT_EQ(llama.find("model.lay"), nullptr);
     EXPECT_EQ(llama.find(""), &llama.root);
     EXPECT_EQ(llama.root.children.size(), 2u);
-    EXPECT_EQ(llama.find("model")->children.size(), 3u);
+    EXPECT_EQ(llama.find("model")->children.size(), 4u); // embed_tokens, layers, norm, rotary_emb
+    EXPECT_EQ(llama.find("model.rotary_emb")->buffers.front().shape, std::vector<int64_t>{64}); // head_dim 128 / 2
 
     const ModuleTree mistral = moduleTreeFromFolder(kConfigs / "mistral-7b-v0.1.json");
     EXPECT_EQ(mistral.find("model.layers.0.self_attn.k_proj")->parameters.front().shape,

@@ -145,3 +145,44 @@ TEST(AccelerateParity, CleanCollapsesToCoarsestNames)
         p.device = 1;
     EXPECT_EQ(cleanDeviceMap(flat, placed), (std::vector<MapEntry>{{"", 1}}));
 }
+
+// A module of buffers only ("rot", a float32 buffer of 5 elements = 20 B, as transformers' model.rotary_emb)
+// between norm and lm_head. compute_module_sizes counts buffers (never upcast: 10 B in fp16), so the total
+// is 1440 B, and "rot" is a key of module_sizes, hence one of get_balanced_memory's final modules.
+// Without no-split classes the balanced buffer is int(1.25 × the mean of the 12 final modules (embed 100,
+// four attn 100, four mlp 200, norm 20, rot 20, lm_head 100 = 1440 / 12 = 120)) = 150, and GPU 0 gets
+// 1440 // 2 + 150 = 870 (leaving the buffer out would give 710 + int(1.25 × 129) = 871).
+// Sequential on 0=1000,1=1000,cpu=1000 with the blocks whole: GPU 0's usable size is 1000 - 300 = 700:
+// embed and blocks 0, 1; block 2 moves on; GPU 1 (no reserve) takes blocks 2, 3, norm, rot and lm_head
+// (740 B), and the cleaned map names "rot" as Accelerate's names "model.rotary_emb".
+TEST(AccelerateParity, BuffersCountAndAModuleOfBuffersOnlyIsPlaced)
+{
+    PlanModel model = plan_fixtures::tinyModel();
+    engine::model::ModuleNode rot{"rot", "Rotary", {}, {}, false, {{"inv_freq", {5}, "float32", false}}};
+    model.tree.root.children.insert(model.tree.root.children.begin() + 3, rot);
+    ASSERT_EQ(model.tree.root.children[2].name, "norm");
+
+    const FlatTree flat = flatten(model.tree);
+    EXPECT_EQ(moduleSizes(flat, 0)[0], 1440);
+    EXPECT_EQ(moduleSizes(flat, 0)[flat.find("rot")], 20);
+    EXPECT_EQ(moduleSizes(flat, 2)[flat.find("rot")], 10);
+    EXPECT_EQ(flat.nodes[flat.find("rot")].items.size(), 0u) << "a buffer is never placed by itself";
+
+    AutoMapInput in{&flat, moduleSizes(flat, 0), noSplitFlags(flat, {}), true};
+    EXPECT_EQ(balancedMemory(in, parseMaxMemory("0=2000,1=2000,cpu=5000"), false),
+              (std::vector<int64_t>{870, 2000, 5000}));
+
+    const Plan plan = weightsOnly(model, "0=1000,1=1000,cpu=1000", Strategy::Sequential);
+    EXPECT_EQ(mapOf(plan), (Map{{"embed", "0"}, {"layers.0", "0"}, {"layers.1", "0"}, {"layers.2", "1"},
+                                {"layers.3", "1"}, {"norm", "1"}, {"rot", "1"}, {"lm_head", "1"}}));
+    EXPECT_EQ(plan.usageOf("1")->memory.weights, 740);
+    EXPECT_EQ(plan.usageOf("0")->memory.weights, 700);
+}
+
+// accelerate's dtype_byte_size(torch.bool) is 1/8: GPT-2's [1, 1, 1024, 1024] causal mask is 131072 B.
+TEST(AccelerateParity, BoolBuffersCountAnEighthOfAByte)
+{
+    EXPECT_EQ((TensorBytes{1024 * 1024, 1, false, true}.bytes(2)), 131072);
+    EXPECT_EQ((TensorBytes{6, 4, true, false}.bytes(2)), 12) << "floats are never upcast, and cast down";
+    EXPECT_EQ((TensorBytes{6, 8, false, false}.bytes(2)), 48) << "integers keep their size";
+}

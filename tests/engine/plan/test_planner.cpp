@@ -1,6 +1,7 @@
 // Plans of real model configs (tests/data/model/configs), training-aware plans, the lint, and the
 // drag-and-revalidate edit.
 
+#include "engine/plan/devicemapjson.h"
 #include "engine/plan/memorymodel.h"
 #include "engine/plan/planner.h"
 #include "planfixtures.h"
@@ -44,12 +45,13 @@ PlanSettings chatglmLora()
 } // namespace
 
 // ChatGLM-6B in fp16: embedding 130528 x 4096 x 2 = 1,069,285,376 B; a GLMBlock 201,379,840 params =
-// 402,759,680 B; final LayerNorm 16,384 B; lm_head tied (0 B). Total 12,346,572,800 B.
-// auto = balanced: per_gpu = 12,346,572,800 // 2 + int(1.25 * 402,759,680) = 6,173,286,400 + 503,449,600
-// = 6,676,736,000 for GPU 0; GPU 1 keeps 15 GiB. `transformer` does not fit and is split; the embedding is
+// 402,759,680 B plus its rotary inv_freq buffer (32 x fp16 = 64 B) = 402,759,744 B; final LayerNorm
+// 16,384 B; lm_head tied (0 B). Total 12,346,574,592 B.
+// auto = balanced: per_gpu = 12,346,574,592 // 2 + int(1.25 * 402,759,744) = 6,173,287,296 + 503,449,680
+// = 6,676,736,976 for GPU 0; GPU 1 keeps 15 GiB. `transformer` does not fit and is split; the embedding is
 // placed with its tied lm_head; the largest remaining layer is then a block, so GPU 0's usable size is
-// 6,676,736,000 - 402,759,680 = 6,273,976,320: the embedding + 12 blocks (5,902,401,536 B); block 12 would
-// make 6,305,161,216. GPU 1 (no reserve) takes blocks 12-27 and the final LayerNorm.
+// 6,676,736,976 - 402,759,744 = 6,273,977,232: the embedding + 12 blocks (5,902,402,304 B); block 12 would
+// make 6,305,162,048. GPU 1 (no reserve) takes blocks 12-27 and the final LayerNorm.
 TEST(PlanConfigs, ChatGlmWeightsOnlyMap)
 {
     PlanSettings s;
@@ -64,8 +66,8 @@ TEST(PlanConfigs, ChatGlmWeightsOnlyMap)
     for (const Placement &p : plan.deviceMap)
         actual[p.module] = p.device;
     EXPECT_EQ(actual, expected);
-    EXPECT_EQ(plan.usageOf("0")->memory.weights, 1'069'285'376LL + 12 * 402'759'680LL);
-    EXPECT_EQ(plan.usageOf("1")->memory.weights, 16 * 402'759'680LL + 16'384);
+    EXPECT_EQ(plan.usageOf("0")->memory.weights, 1'069'285'376LL + 12 * 402'759'744LL);
+    EXPECT_EQ(plan.usageOf("1")->memory.weights, 16 * 402'759'744LL + 16'384);
     EXPECT_TRUE(plan.fits);
     EXPECT_EQ(plan.deviceMap.size(), 31u);
 }
@@ -86,7 +88,7 @@ TEST(PlanConfigs, ChatGlmLoraOnTwoT4s)
     const DeviceUsage &g0 = *plan.usageOf("0");
     const DeviceUsage &g1 = *plan.usageOf("1");
     // Everything on the two GPUs, nothing on cpu or disk.
-    EXPECT_EQ(g0.memory.weights + g1.memory.weights, 12'346'572'800LL);
+    EXPECT_EQ(g0.memory.weights + g1.memory.weights, 12'346'574'592LL); // with 28 x 64 B of rotary buffers
     EXPECT_EQ(plan.usageOf("cpu")->memory.weights, 0);
     // LoRA: 28 blocks x 32 x (4096 + 12288) fp32 parameters = 58,720,256 B, each with 4 B gradients and 8 B AdamW.
     const int64_t lora = g0.memory.lora + g1.memory.lora;
@@ -123,12 +125,13 @@ TEST(PlanConfigs, LlamaFamily)
 {
     PlanSettings s;
     s.dtype = "float16";
-    // Llama-2-7B fp16 (13.5 GB) on one 24 GB GPU: fits whole, as Accelerate says {"": 0}.
+    // Llama-2-7B fp16 (13.5 GB) on one 24 GB GPU: fits whole, as Accelerate says {"": 0}. The weights hold
+    // model.rotary_emb's inv_freq too: 64 float32 values, counted at 2 B in fp16 as Accelerate counts them.
     const Plan one = plannerFor("llama-2-7b.json").plan(parseMaxMemory("0=24GB,cpu=64GB"), s);
     ASSERT_EQ(one.deviceMap.size(), 1u);
     EXPECT_EQ(one.deviceMap[0].module, "");
     EXPECT_EQ(one.deviceMap[0].device, "0");
-    EXPECT_EQ(one.usageOf("0")->memory.weights, 6'738'415'616LL * 2);
+    EXPECT_EQ(one.usageOf("0")->memory.weights, 6'738'415'616LL * 2 + 64 * 2);
 
     // Llama-3-8B on a 10 GiB GPU: GPU 0 keeps room for the largest layer (the 1 GiB embedding or lm_head),
     // so what it holds stays within 10 GiB minus that layer.
@@ -136,9 +139,16 @@ TEST(PlanConfigs, LlamaFamily)
     const int64_t embedding = 128256LL * 4096 * 2;
     EXPECT_LE(small.usageOf("0")->memory.weights, (10LL << 30) - embedding);
     EXPECT_GT(small.usageOf("cpu")->memory.weights, 0);
-    EXPECT_EQ(small.usageOf("0")->memory.weights + small.usageOf("cpu")->memory.weights, 8'030'261'248LL * 2);
+    EXPECT_EQ(small.usageOf("0")->memory.weights + small.usageOf("cpu")->memory.weights, 8'030'261'248LL * 2 + 64 * 2);
     EXPECT_EQ(small.deviceOf("model.embed_tokens"), "0");
     EXPECT_EQ(small.deviceOf("lm_head"), "cpu");
+    // The model is split, so the map names the rotary embedding (transformers >= 4.45 wants it in a custom
+    // map) where Accelerate's walk puts it: after model.norm, before lm_head.
+    EXPECT_EQ(small.deviceOf("model.rotary_emb"), small.deviceOf("model.norm"));
+    bool named = false;
+    for (const Placement &p : small.deviceMap)
+        named = named || p.module == "model.rotary_emb";
+    EXPECT_TRUE(named);
 
     // Mistral-7B balanced over two GPUs splits at layer granularity (MistralDecoderLayer never split).
     const Plan two = plannerFor("mistral-7b-v0.1.json").plan(parseMaxMemory("0=10GiB,1=10GiB,cpu=30GiB"), s);
@@ -147,6 +157,36 @@ TEST(PlanConfigs, LlamaFamily)
         EXPECT_EQ(p.module.find(".self_attn"), std::string::npos) << p.module;
     EXPECT_GT(two.usageOf("0")->memory.weights, 0);
     EXPECT_GT(two.usageOf("1")->memory.weights, 0);
+}
+
+// transformers >= 4.45 keeps the rotary embedding at model.rotary_emb (a buffer, no weights). A map from
+// Accelerate names it and imports as is; an older map without it still imports, counts its buffer where
+// Accelerate's walk would have put it (after model.norm), and says what to add for transformers.
+TEST(PlanConfigs, MapsNameTheRotaryEmbedding)
+{
+    const Planner planner = plannerFor("llama-2-7b.json");
+    PlanSettings s;
+    s.dtype = "float16";
+    const Plan plan = planner.plan(parseMaxMemory("0=10GiB,1=10GiB,cpu=30GiB"), s);
+    nlohmann::ordered_json map = deviceMapJson(plan);
+    ASSERT_TRUE(map.contains("model.rotary_emb")) << map.dump();
+    const Plan back = planner.revalidate(importDeviceMap(map, "map.json", plan.devices, s));
+    EXPECT_TRUE(back.warnings.empty()) << back.warnings.front();
+    EXPECT_EQ(deviceMapJson(back), map);
+
+    const std::string rotaryDevice = plan.deviceOf("model.rotary_emb");
+    map["model.rotary_emb"] = rotaryDevice == "0" ? 1 : 0; // away from model.norm
+    const Plan moved = planner.revalidate(importDeviceMap(map, "map.json", plan.devices, s));
+    EXPECT_EQ(moved.usageOf(rotaryDevice)->memory.weights, plan.usageOf(rotaryDevice)->memory.weights - 128);
+
+    map.erase("model.rotary_emb");
+    const Plan old = planner.revalidate(importDeviceMap(map, "old.json", plan.devices, s));
+    ASSERT_EQ(old.warnings.size(), 1u);
+    EXPECT_NE(old.warnings[0].find("model.rotary_emb.inv_freq"), std::string::npos) << old.warnings[0];
+    EXPECT_NE(old.warnings[0].find("add \"model.rotary_emb\": " + plan.deviceOf("model.norm")), std::string::npos)
+        << old.warnings[0];
+    for (const DeviceUsage &u : plan.usage)
+        EXPECT_EQ(old.usageOf(u.device.key())->memory, u.memory) << u.device.key();
 }
 
 // Qwen2-0.5B ties lm_head to model.embed_tokens (151936 x 896, 272 MB in bf16): wherever the
@@ -162,7 +202,8 @@ TEST(PlanConfigs, Qwen2TiedAndGpt2)
     int64_t total = 0;
     for (const DeviceUsage &u : plan.usage)
         total += u.memory.weights;
-    EXPECT_EQ(total, qwen.model().tree.parameterBytes());
+    // No --dtype: every tensor keeps its own dtype, so the rotary inv_freq (head_dim 64: 32 values) is float32.
+    EXPECT_EQ(total, qwen.model().tree.parameterBytes() + 32 * 4);
 
     const Planner gpt2 = plannerFor("gpt2.json");
     const Plan g = gpt2.plan(parseMaxMemory("0=200MB,cpu=8GB"), s);
