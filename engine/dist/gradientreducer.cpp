@@ -183,7 +183,6 @@ void GradientReducer::prepare(bool synchronize)
 void GradientReducer::finish()
 {
     Impl &d = *m_impl;
-    const auto start = Clock::now();
     const std::lock_guard lock(d.mutex);
     if (!d.synchronize)
         throw Error(ErrorKind::Internal, "GradientReducer::finish without prepare(true) before the last backward");
@@ -219,7 +218,6 @@ void GradientReducer::finish()
     d.synchronize = false;
     d.timing.backwardLaunched = d.buckets.empty() ? 0.0 : double(inBackward) / double(d.buckets.size());
     d.timing.waitSeconds = waited;
-    d.timing.finishSeconds = secondsSince(start);
 }
 
 GradientReducer::Timing GradientReducer::lastTiming() const

@@ -44,7 +44,6 @@ public:
     struct Timing {
         double backwardLaunched = 0;  ///< share of the buckets started during backward (0..1)
         double waitSeconds = 0;       ///< time finish() spent waiting: communication not hidden
-        double finishSeconds = 0;     ///< the whole of finish(), copies included
     };
     /// The last finish().
     Timing lastTiming() const;
