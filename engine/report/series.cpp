@@ -13,6 +13,7 @@ namespace engine::report {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 /// The points [begin, end) of one bucket as decimateMinMax keeps them, appended to `out`.
 void keepBucket(const std::vector<double> &x, const std::vector<double> &y, size_t begin, size_t end, XYSeries &out)
@@ -47,31 +48,33 @@ void keepBucket(const std::vector<double> &x, const std::vector<double> &y, size
 
 } // namespace
 
-std::vector<double> smoothDebiased(const std::vector<double> &values, double weight)
+DebiasedSmoother::DebiasedSmoother(double weight) : m_weight(weight), m_debiasSettled(weight == 0)
 {
     if (!(weight >= 0 && weight < 1))
         throw invalidInput("smoothing weight must be at least 0 and below 1, not " + std::to_string(weight));
+}
+
+double DebiasedSmoother::next(double value)
+{
+    if (!std::isfinite(value))
+        return kNaN;
+    m_ema = m_weight * m_ema + (1 - m_weight) * value;
+    ++m_finiteCount;
+    double debias = 1.0; // 1 - w^n for the n finite values so far
+    if (!m_debiasSettled) {
+        debias = 1 - std::pow(m_weight, m_finiteCount);
+        m_debiasSettled = debias == 1.0;
+    }
+    return m_ema / debias;
+}
+
+std::vector<double> smoothDebiased(const std::vector<double> &values, double weight)
+{
+    DebiasedSmoother smoother(weight);
     std::vector<double> smoothed;
     smoothed.reserve(values.size());
-    double ema = 0;
-    double debias = 1 - weight; // 1 - w^n for the n finite values so far
-    int finiteCount = 0;
-    bool debiasSettled = weight == 0; // once 1 - w^n rounds to 1 it stays 1: skip the pow
-    for (const double value : values) {
-        if (!std::isfinite(value)) {
-            smoothed.push_back(kNaN);
-            continue;
-        }
-        ema = weight * ema + (1 - weight) * value;
-        ++finiteCount;
-        if (!debiasSettled) {
-            debias = 1 - std::pow(weight, finiteCount);
-            debiasSettled = debias == 1.0;
-        } else {
-            debias = 1.0;
-        }
-        smoothed.push_back(ema / debias);
-    }
+    for (const double value : values)
+        smoothed.push_back(smoother.next(value));
     return smoothed;
 }
 
@@ -115,17 +118,29 @@ XYSeries decimateMinMax(const std::vector<double> &x, const std::vector<double> 
         const double position = std::floor((value - xMin) / span * buckets);
         return static_cast<int>(std::clamp(position, 0.0, static_cast<double>(buckets - 1)));
     };
+    // The smallest x of bucket k or a later one. bucketOf never decreases along x, so a bucket's points
+    // are those before the next bucket's first x: found with comparisons, not a division per point.
+    const auto firstOf = [&](int k) {
+        double v = xMin + span * (static_cast<double>(k) / buckets);
+        while (bucketOf(v) >= k && v > xMin)
+            v = std::nextafter(v, -kInf);
+        while (bucketOf(v) < k)
+            v = std::nextafter(v, kInf);
+        return v;
+    };
     size_t bucketBegin = begin;
-    int bucket = bucketOf(x[begin]);
-    for (size_t i = begin + 1; i < end; ++i) {
-        const int next = bucketOf(x[i]);
-        if (next == bucket)
-            continue;
-        keepBucket(x, y, bucketBegin, i, out);
-        bucketBegin = i;
-        bucket = next;
+    while (bucketBegin < end) {
+        const int bucket = bucketOf(x[bucketBegin]);
+        size_t bucketEnd = end;
+        if (bucket < buckets - 1 && span > 0) {
+            const double next = firstOf(bucket + 1);
+            bucketEnd = bucketBegin + 1;
+            while (bucketEnd < end && x[bucketEnd] < next)
+                ++bucketEnd;
+        }
+        keepBucket(x, y, bucketBegin, bucketEnd, out);
+        bucketBegin = bucketEnd;
     }
-    keepBucket(x, y, bucketBegin, end, out);
     if (end < keepTo) {
         out.x.push_back(x[end]);
         out.y.push_back(y[end]);

@@ -17,6 +17,23 @@ namespace engine::report {
 /// returns the finite values exactly. Throws Error(InvalidInput) when weight is outside [0, 1).
 std::vector<double> smoothDebiased(const std::vector<double> &values, double weight);
 
+/// smoothDebiased one value at a time, for a series that grows: after values v0..vn it has output
+/// exactly what smoothDebiased({v0..vn}, weight) holds.
+class DebiasedSmoother {
+public:
+    /// Throws Error(InvalidInput) when weight is outside [0, 1).
+    explicit DebiasedSmoother(double weight);
+    /// The next smoothed value (NaN for a non-finite `value`, which does not advance the average).
+    double next(double value);
+    double weight() const { return m_weight; }
+
+private:
+    double m_weight;
+    double m_ema = 0;
+    int m_finiteCount = 0;
+    bool m_debiasSettled; ///< once 1 - w^n rounds to 1 it stays 1: no more pow
+};
+
 /// Points of a line, x and y of the same length.
 struct XYSeries {
     std::vector<double> x;

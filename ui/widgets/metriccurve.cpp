@@ -41,23 +41,25 @@ void MetricCurve::assign(const std::vector<engine::store::MetricPoint> &points)
         m_value[i] = points[i].value;
     }
     m_smoothed.clear();
-    m_smoothedWeight = -1;
+    m_smoother.reset();
     for (Pyramid &pyramid : m_pyramids)
         pyramid = Pyramid();
 }
 
 const std::vector<double> &MetricCurve::smoothed(double weight)
 {
-    if (weight != m_smoothedWeight) {
+    if (!m_smoother || weight != m_smoother->weight()) {
         for (Pyramid &pyramid : m_pyramids)
             pyramid.smoothValid = false; // every smoothed value changes
-        m_smoothed = engine::report::smoothDebiased(m_value, weight);
-        m_smoothedWeight = weight;
-    } else if (m_smoothed.size() != m_value.size()) {
-        // Appended points: the average is causal, so the values before them (and the rungs built
-        // from them) stay as they were.
-        m_smoothed = engine::report::smoothDebiased(m_value, weight);
+        m_smoother.emplace(weight);
+        m_smoothed.clear();
     }
+    // Appended points: the average is causal, so it goes on from where it stopped, and the values before
+    // them (and the rungs built from them) stay as they were.
+    if (m_smoothed.empty())
+        m_smoothed.reserve(m_value.size()); // (later appends grow it geometrically, as push_back does)
+    for (size_t i = m_smoothed.size(); i < m_value.size(); ++i)
+        m_smoothed.push_back(m_smoother->next(m_value[i]));
     return m_smoothed;
 }
 

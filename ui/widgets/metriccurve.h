@@ -22,8 +22,8 @@ public:
     enum class X { Step, Time };
 
     void reserve(size_t points);
-    /// Appends one point after the others (x ascending). Amortised O(1); the moving average is
-    /// recomputed at the next smoothed() or visible() call.
+    /// Appends one point after the others (x ascending). Amortised O(1); the moving average goes on
+    /// over the new points at the next smoothed() or prepare() call.
     void append(double step, double time, double value);
     /// Replaces every point with `points` (in step order), in one pass.
     void assign(const std::vector<engine::store::MetricPoint> &points);
@@ -66,7 +66,7 @@ private:
     std::vector<double> m_time;
     std::vector<double> m_value;
     std::vector<double> m_smoothed;
-    double m_smoothedWeight = -1; ///< the weight m_smoothed was computed with; -1: none yet
+    std::optional<engine::report::DebiasedSmoother> m_smoother; ///< where m_smoothed stopped; none yet: nullopt
     Pyramid m_pyramids[2];        ///< by step, by time
 };
 

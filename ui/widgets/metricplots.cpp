@@ -1,6 +1,7 @@
 #include "ui/widgets/metricplots.h"
 
 #include "ui/widgets/atomicsave.h"
+#include "ui/widgets/densegraph.h"
 #include "ui/widgets/metriccurve.h"
 #include "ui/widgets/qcustomplotinclude.h"
 #include "ui/widgets/widgetstyle.h"
@@ -39,6 +40,10 @@ using engine::report::XYSeries;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr int kHoverRadiusPx = 40;
+/// How long after the last wheel step the plots redraw at full quality (antialiased).
+constexpr int kDraftMs = 150;
+/// The least room per evaluation point, in pixels, for its points to be marked.
+constexpr int kMarkSpacingPx = 8;
 
 /// How a metric is drawn: its plot title, whether it is smoothed, and the unit it is shown in.
 struct MetricStyle {
@@ -150,6 +155,7 @@ struct MetricPlots::GraphRef {
     MetricStyle style;
     bool eval = false;      ///< marked points: evaluations are sparse
     bool secondary = false; ///< not the plot's first key: dashed
+    QCPScatterStyle marker; ///< an evaluation's mark, drawn while the shown points stand apart
 };
 
 struct MetricPlots::Run {
@@ -199,6 +205,14 @@ MetricPlots::MetricPlots(QWidget *parent) : QWidget(parent)
     m_liveReplot = new QTimer(this);
     m_liveReplot->setSingleShot(true);
     connect(m_liveReplot, &QTimer::timeout, this, &MetricPlots::requestReplot);
+    m_draftEnd = new QTimer(this);
+    m_draftEnd->setSingleShot(true);
+    m_draftEnd->setInterval(kDraftMs);
+    connect(m_draftEnd, &QTimer::timeout, this, [this] {
+        m_draft = false;
+        m_plot->setNotAntialiasedElements(QCP::AntialiasedElements(m_draftBackup));
+        requestReplot(); // the full-quality picture of where the wheel stopped
+    });
     connect(m_plot, &QCustomPlot::afterLayout, this, &MetricPlots::onAfterLayout);
     connect(m_plot, &QCustomPlot::mouseMove, this, &MetricPlots::onMouseMove);
     connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent *) { resetView(); });
@@ -706,10 +720,10 @@ void MetricPlots::rebuildPlots()
                         ref.style = styleFor(key);
                         ref.eval = key.startsWith(QLatin1String("eval/"));
                         ref.secondary = key != panel->keys.front() && !ref.eval;
-                        ref.raw = m_plot->addGraph(xAxis, yAxis);
+                        ref.raw = new DenseGraph(xAxis, yAxis);
                         ref.raw->setName(run->label);
                     } else if (ref.style.smoothed) {
-                        ref.smooth = m_plot->addGraph(xAxis, yAxis);
+                        ref.smooth = new DenseGraph(xAxis, yAxis);
                         ref.smooth->setName(run->label);
                     }
                 }
@@ -849,7 +863,8 @@ void MetricPlots::styleGraphs()
             const Qt::PenStyle style = ref.secondary ? Qt::DashLine : Qt::SolidLine;
             if (ref.eval) {
                 ref.raw->setPen(QPen(run.color, 1.6, Qt::DashLine));
-                ref.raw->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(run.color, 1.6), base, 6));
+                ref.marker = QCPScatterStyle(QCPScatterStyle::ssCircle, QPen(run.color, 1.6), base, 6);
+                ref.raw->setScatterStyle(ref.marker);
                 ref.raw->setAntialiased(true);
                 ref.raw->setAntialiasedScatters(true);
             } else if (ref.smooth) {
@@ -878,6 +893,16 @@ void MetricPlots::changeEvent(QEvent *event)
 
 bool MetricPlots::eventFilter(QObject *watched, QEvent *event)
 {
+    // While the wheel zooms, curves redraw without antialiasing (as QCustomPlot does while a drag pans),
+    // and kDraftMs after the last step once more with it.
+    if (watched == m_plot && event->type() == QEvent::Wheel) {
+        if (!m_draft) {
+            m_draft = true;
+            m_draftBackup = int(m_plot->notAntialiasedElements());
+            m_plot->setNotAntialiasedElements(m_plot->notAntialiasedElements() | QCP::aePlottables | QCP::aeScatters);
+        }
+        m_draftEnd->start();
+    }
     // The tooltip's own window takes the pointer and sends a Leave: only leaving the plot counts.
     if (watched == m_plot && event->type() == QEvent::Leave
         && !m_plot->rect().contains(m_plot->mapFromGlobal(QCursor::pos())))
@@ -1005,7 +1030,9 @@ void MetricPlots::refreshVisible(bool fit)
     const MetricCurve::X axis = curveAxis();
     for (auto &panelPointer : m_panels) {
         Panel &panel = *panelPointer;
-        const int buckets = 2 * std::max(1, panel.rect->width());
+        // One bucket per pixel column: its first, lowest, highest and last points draw the column's whole
+        // vertical extent and its joins to the columns beside it (two per column drew the same pixels).
+        const int buckets = std::max(1, panel.rect->width());
         panel.decimatedWidth = panel.rect->width();
         const bool log = panel.rect->axis(QCPAxis::atLeft)->scaleType() == QCPAxis::stLogarithmic;
         double low = kInf, high = -kInf;
@@ -1039,6 +1066,10 @@ void MetricPlots::refreshVisible(bool fit)
                         }
                     }
                     graph->data()->set(data, true);
+                    // Marks only where they stand apart (a 6 px circle each 8 px at most): thousands of
+                    // overlapping circles show nothing the line does not, and cost most of a redraw.
+                    if (ref.eval)
+                        graph->setScatterStyle(data.size() * kMarkSpacingPx <= panel.rect->width() ? ref.marker : QCPScatterStyle());
                 };
                 fill(ref.raw, false);
                 if (ref.smooth)

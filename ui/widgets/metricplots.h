@@ -191,6 +191,9 @@ private:
     QString m_noRunsText;
     QString m_noDataText;
     QTimer *m_liveReplot = nullptr; ///< the next live redraw, when the last one was slow
+    QTimer *m_draftEnd = nullptr;   ///< ends the wheel's draft redraws (see eventFilter)
+    bool m_draft = false;
+    int m_draftBackup = 0; ///< QCustomPlot::notAntialiasedElements() before the draft
     QElapsedTimer m_replotClock;    ///< started when a redraw starts
     QElapsedTimer m_sinceReplot;    ///< started when a redraw ends
     double m_lastReplotMs = 0;

@@ -167,8 +167,32 @@ TEST(SmoothDebiased, NonFiniteValuesAreNaNAndDoNotAdvanceTheAverage)
 
 TEST(SmoothDebiased, RefusesWeightsOutsideZeroToOne)
 {
-    for (const double weight : {1.0, -0.1, 1.5, kNaN})
+    for (const double weight : {1.0, -0.1, 1.5, kNaN}) {
         expectError([&] { smoothDebiased({1, 2}, weight); }, engine::ErrorKind::InvalidInput, "smoothing weight");
+        expectError([&] { engine::report::DebiasedSmoother{weight}; }, engine::ErrorKind::InvalidInput, "smoothing weight");
+    }
+}
+
+// The plots smooth a growing series one value at a time: bit for bit what the whole-series pass gives,
+// gaps and the debias's settling (1 - w^n reaching 1 after a few hundred values at w = 0.9) included.
+TEST(SmoothDebiased, OneValueAtATimeEqualsTheWholeSeries)
+{
+    std::mt19937 random(11);
+    std::normal_distribution<double> noise(0.0, 1.0);
+    std::vector<double> values(5000);
+    for (size_t i = 0; i < values.size(); ++i)
+        values[i] = i % 97 == 13 ? kNaN : (i % 311 == 7 ? kInf : 3.0 + noise(random));
+    for (const double weight : {0.0, 0.6, 0.9, 0.999}) {
+        const std::vector<double> whole = smoothDebiased(values, weight);
+        engine::report::DebiasedSmoother smoother(weight);
+        for (size_t i = 0; i < values.size(); ++i) {
+            const double one = smoother.next(values[i]);
+            if (std::isnan(whole[i]))
+                EXPECT_TRUE(std::isnan(one)) << "weight " << weight << " at " << i;
+            else
+                EXPECT_EQ(one, whole[i]) << "weight " << weight << " at " << i;
+        }
+    }
 }
 
 TEST(DecimateMinMax, KeepsEachBucketsFirstLowestHighestAndLast)
