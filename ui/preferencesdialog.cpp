@@ -68,7 +68,8 @@ PreferencesDialog::PreferencesDialog(const Preferences &preferences, QWidget *pa
     m_runFolderEdit->setPlaceholderText(tr("The default data folder"));
     m_runFolderEdit->setClearButtonEnabled(true);
     m_runFolderEdit->setToolTip(tr("The folder of the run database (runs.sqlite3) that training writes to and the "
-                                   "Runs page lists"));
+                                   "Runs page lists, and of the runs' files (runs/<id>) when a run names no output "
+                                   "folder"));
     auto *browse = new QPushButton(tr("Browse…"), this);
     connect(browse, &QPushButton::clicked, this, [this] {
         const QString folder = QFileDialog::getExistingDirectory(this, tr("Choose the Run Folder"),

@@ -82,7 +82,7 @@ public:
                               "this run on this machine's GPUs and RAM");
         m_command->add_option("--seed", p.seed, "Random seed")->capture_default_str();
         m_command->add_option("--name", p.runName, "Run name (default: model and corpus names)");
-        m_command->add_option("--output", p.outputDir, "Folder for the run's files (default: <data dir>/runs/<id>)");
+        m_command->add_option("--output", p.outputDir, "Folder for the run's files (default: runs/<id> beside the run database)");
         m_command->add_flag("!--no-save", p.saveModel, "Do not save the trained model or adapter");
 
         m_command->add_option("--method", m_method, "full (every weight) or lora (adapters on a frozen base)")

@@ -554,6 +554,11 @@ void RunStore::deleteRun(int64_t run, RunFolderAction folderAction)
     }
 }
 
+fs::path runsFolderBeside(const fs::path &storePath)
+{
+    return fs::absolute(storePath).parent_path() / "runs";
+}
+
 fs::path RunStore::runFolder(int64_t run)
 {
     const std::optional<RunRecord> record = this->run(run);
@@ -565,8 +570,11 @@ fs::path RunStore::runFolder(int64_t run)
         const auto outputDir = config.find("output_dir");
         if (outputDir != config.end() && outputDir->is_string() && !outputDir->get<std::string>().empty())
             return outputDir->get<std::string>();
+        const auto outputRoot = config.find("output_root");
+        if (outputRoot != config.end() && outputRoot->is_string() && !outputRoot->get<std::string>().empty())
+            return fs::path(outputRoot->get<std::string>()) / std::to_string(run);
     }
-    return dataDir() / "runs" / std::to_string(run);
+    return dataDir() / "runs" / std::to_string(run); // where runs went before output_root was recorded
 }
 
 std::optional<fs::path> RunStore::createdRunFolder(int64_t run)

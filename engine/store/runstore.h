@@ -34,6 +34,11 @@ enum class RunStatus { Running, Succeeded, Failed, Cancelled, Interrupted };
 const char *runStatusName(RunStatus status);
 std::optional<RunStatus> parseRunStatus(std::string_view name);
 
+/// Where runs recorded in the database at `storePath` keep their files when no output folder is given:
+/// the "runs" folder beside it (<folder>/runs/<id>), absolute. For the default database that is
+/// <data>/runs; a run folder chosen in the GUI, or `--db`, keeps the runs' files with their database.
+std::filesystem::path runsFolderBeside(const std::filesystem::path &storePath);
+
 /// One row of the runs table.
 struct RunRecord {
     int64_t id = 0;
@@ -153,11 +158,12 @@ public:
     /// folder). Throws Error(InvalidInput) for an unknown run or one that a live process is running,
     /// and Error(Io) if the folder could not be removed (the rows are gone then; the message says so).
     void deleteRun(int64_t run, RunFolderAction folder = RunFolderAction::Keep);
-    /// Where the run's files are or were: its config's output_dir, else the default <data>/runs/<id>
-    /// (whether or not the folder still exists). Empty for an unknown run.
+    /// Where the run's files are or were (whether or not the folder still exists): its config's output_dir,
+    /// else its output_root/<id> (the runsFolderBeside its database when it was created), else, for runs
+    /// recorded before output_root was, <data>/runs/<id>. Empty for an unknown run.
     std::filesystem::path runFolder(int64_t run);
     /// The folder tunebench created for this run, if it still exists: the run's output folder (its
-    /// config's output_dir, the default <data>/runs/<id>, or the folder of one of its artifacts) that
+    /// runFolder, or the folder of one of its artifacts) that
     /// holds a run.json naming this run and this store. Empty for anything else.
     std::optional<std::filesystem::path> createdRunFolder(int64_t run);
 

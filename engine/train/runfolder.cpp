@@ -2,7 +2,6 @@
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
-#include "engine/core/paths.h"
 #include "engine/store/runstore.h"
 
 #include <nlohmann/json.hpp>
@@ -29,13 +28,10 @@ std::filesystem::path resolveRunFolder(const std::string &runOrFolder, const std
 {
     if (const auto id = parseRunId(runOrFolder); id && !std::filesystem::is_directory(runOrFolder)) {
         store::RunStore store = store::RunStore::open(storePath);
-        const auto record = store.run(*id);
-        if (!record)
+        const std::filesystem::path folder = store.runFolder(*id);
+        if (folder.empty())
             throw invalidInput("run " + runOrFolder + " is not in " + storePath);
-        const nlohmann::json config = nlohmann::json::parse(record->configJson, nullptr, false);
-        if (config.is_object() && config.contains("output_dir") && config["output_dir"].is_string())
-            return config["output_dir"].get<std::string>();
-        return dataDir() / "runs" / std::to_string(*id);
+        return folder;
     }
     if (!std::filesystem::is_directory(runOrFolder))
         throw invalidInput(runOrFolder + " is neither a run id nor a run's folder");

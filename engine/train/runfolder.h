@@ -12,8 +12,8 @@ namespace engine::train {
 inline constexpr const char *kRunMarker = "run.json";
 
 /// The folder of a run for --resume, export and metrics: `runOrFolder` itself when it is a folder, else
-/// the run with that id in `storePath` (its output folder: the --output it was given, or
-/// <data dir>/runs/<id>). Throws Error(InvalidInput) naming what is not found.
+/// the run with that id in `storePath` (its output folder: RunStore::runFolder). Throws
+/// Error(InvalidInput) naming what is not found.
 std::filesystem::path resolveRunFolder(const std::string &runOrFolder, const std::string &storePath);
 /// The run id of `runOrFolder` (an id, or a run's output or checkpoint folder). Throws Error(InvalidInput).
 int64_t resolveRunId(const std::string &runOrFolder, const std::string &storePath);

@@ -991,9 +991,11 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
     }
 }
 
-std::filesystem::path runOutputDir(const TrainingParams &params, int64_t runId)
+// The --output folder, else <the runs folder beside the database>/<id> (RunStore::runFolder reads it back).
+std::filesystem::path runOutputDir(const TrainingParams &params, int64_t runId, const std::filesystem::path &storePath)
 {
-    return params.outputDir.empty() ? dataDir() / "runs" / std::to_string(runId) : std::filesystem::path(params.outputDir);
+    return params.outputDir.empty() ? store::runsFolderBeside(storePath) / std::to_string(runId)
+                                    : std::filesystem::path(params.outputDir);
 }
 
 /// Saves what the run trained where `tunebench generate/score` and Python load it: for full fine-tuning the
@@ -1222,8 +1224,10 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
             }
             if (!params.outputDir.empty())
                 config["output_dir"] = std::filesystem::absolute(params.outputDir).string();
+            else
+                config["output_root"] = store::runsFolderBeside(storePath).string();
             outcome.runId = store->createRun(runName, config.dump(), job->modelName);
-            outputDir = runOutputDir(params, outcome.runId);
+            outputDir = runOutputDir(params, outcome.runId, storePath);
             writeFileAtomically(outputDir / kRunMarker,
                                 nlohmann::json({{"run_id", outcome.runId}, {"store", outcome.storePath}}).dump(2) + "\n");
             observer.onRunCreated(outcome.runId, outcome.storePath);

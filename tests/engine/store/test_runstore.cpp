@@ -3,6 +3,7 @@
 // metric index, and a second connection reading while the first writes.
 
 #include "engine/core/error.h"
+#include "engine/core/paths.h"
 #include "engine/store/runqueries.h"
 #include "engine/store/runstore.h"
 #include "storetestutil.h"
@@ -539,6 +540,25 @@ TEST(RunStore, DeleteWithTheFolderRemovesOnlyAFolderTunebenchMadeForThatRun)
     EXPECT_TRUE(std::filesystem::exists(otherStores / "loss.png"));
     EXPECT_TRUE(std::filesystem::exists(unmarked / "precious.txt"));
     EXPECT_TRUE(store.listRuns().empty());
+}
+
+// Where a run's files are: the output_dir it was given; else output_root/<id> (the runs folder beside
+// the database it was recorded in, so that a database chosen elsewhere keeps its runs with it); else,
+// for records from before output_root, the data folder's runs/<id>, where they were written.
+TEST(RunStore, RunFolderFollowsOutputDirThenOutputRootThenTheOldDefault)
+{
+    StoreWithRawView opened;
+    RunStore &store = opened.store;
+    const auto given = opened.dir / "given";
+    const int64_t a = store.createRun("a", R"({"output_dir": ")" + given.string() + R"("})", "m");
+    const int64_t b = store.createRun("b", R"({"output_root": ")" + engine::store::runsFolderBeside(opened.path).string() + R"("})", "m");
+    const int64_t c = store.createRun("c", "{}", "m");
+    EXPECT_EQ(store.runFolder(a), given);
+    EXPECT_EQ(store.runFolder(b), std::filesystem::absolute(opened.path).parent_path() / "runs" / std::to_string(b));
+    EXPECT_EQ(store.runFolder(c), engine::dataDir() / "runs" / std::to_string(c));
+    EXPECT_TRUE(store.runFolder(c + 100).empty()) << "an unknown run";
+    EXPECT_EQ(engine::store::runsFolderBeside("relative/runs.sqlite3"),
+              std::filesystem::current_path() / "relative" / "runs");
 }
 
 // A second connection (as another process or the UI thread would hold) reads while the first

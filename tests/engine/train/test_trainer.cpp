@@ -2,6 +2,7 @@
 #include "engine/inspect/inspector.h"
 #include "engine/model/pretrained.h"
 #include "engine/store/runstore.h"
+#include "engine/train/runfolder.h"
 #include "engine/train/trainer.h"
 #include "support/tempdir.h"
 
@@ -439,6 +440,28 @@ TEST_F(TrainerTest, PauseHoldsTheLoopUntilResumed)
     // ... and the paused time is not counted as training time.
     EXPECT_GT(observer.steps[3].wallSeconds - observer.steps[2].wallSeconds, 0.0);
     EXPECT_LT(observer.steps[3].wallSeconds - observer.steps[2].wallSeconds, 0.25);
+}
+
+// Without --output a run's files go beside its database (runs/<id> in the database's folder), so that a
+// database kept elsewhere (the GUI's run folder, --db) keeps its runs with it, and every way of finding
+// the run's folder again agrees.
+TEST_F(TrainerTest, ARunWithoutAnOutputFolderKeepsItsFilesBesideItsDatabase)
+{
+    engine::JobControl control;
+    RecordingObserver observer;
+    TrainingParams params = tinyParams("beside.sqlite3");
+    params.outputDir.clear();
+    params.steps = 1;
+    params.warmupSteps = 0;
+    const auto outcome = engine::train::runTraining(params, control, observer);
+    ASSERT_EQ(outcome.status, JobStatus::Succeeded) << (outcome.error ? outcome.error->message : "");
+    const std::filesystem::path expected = s_dir->path() / "runs" / std::to_string(outcome.runId);
+    EXPECT_EQ(std::filesystem::path(outcome.outputDir), expected);
+    EXPECT_TRUE(std::filesystem::exists(expected / "run.json"));
+    auto store = engine::store::RunStore::open(params.storePath);
+    EXPECT_EQ(store.runFolder(outcome.runId), expected);
+    EXPECT_EQ(store.createdRunFolder(outcome.runId), expected);
+    EXPECT_EQ(engine::train::resolveRunFolder(std::to_string(outcome.runId), params.storePath), expected);
 }
 
 TEST_F(TrainerTest, TheThreadsSettingIsApplied)
