@@ -98,6 +98,9 @@ public:
         m_command->add_option("--max-memory", m_maxMemory, "Budgets: 0=15GiB,1=15GiB,cpu=13GiB[,disk=...]");
         m_command->add_option("--strategy", m_strategy, "sequential | balanced | balanced_low_0 | auto (default)");
         m_command->add_option("--no-split", m_noSplit, "Classes never split (CLASS[,CLASS...] or none; default: the decoder layer)");
+        m_command->add_flag("--fallback-allocation", m_settings.fallbackAllocation,
+                            "As Accelerate's infer_auto_device_map(fallback_allocation=True): a device that the next "
+                            "module does not fit first takes a later module that does");
         m_command->add_option("--dtype", m_dtype, "float16 | bfloat16 | float32 (default: as config/checkpoint)");
         m_command->add_option("--train", m_train, "none (default) | lora | full");
         m_command->add_option("--lora-r", m_settings.loraRank, "LoRA rank (default 8)");

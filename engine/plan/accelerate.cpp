@@ -50,6 +50,95 @@ bool containsDotted(const std::string &name, const std::string &param)
     return (param + ".").find(name + ".") != std::string::npos;
 }
 
+// Tied parameters outside `item` whose partner is inside it (infer_auto_device_map's tied_params).
+std::vector<int> tiedOutside(const FlatTree &t, int item)
+{
+    const std::string &name = t.nodes[item].name;
+    std::vector<int> tiedParams;
+    for (const std::vector<std::string> &group : t.tiedGroups) {
+        bool any = false, all = true;
+        for (const std::string &k : group) {
+            const bool inside = containsDotted(name, k);
+            any = any || inside;
+            all = all && inside;
+        }
+        if (!any || all)
+            continue;
+        for (const std::string &k : group) {
+            if (!containsDotted(name, k)) {
+                const int p = t.find(k);
+                if (p >= 0)
+                    tiedParams.push_back(p);
+            }
+        }
+    }
+    return tiedParams;
+}
+
+// get_module_size_with_ties: `size` plus, per tied parameter, the size of the first entry of [first, last)
+// (head first) that holds it, less the parameter's own; those entries go to `holders`.
+template <typename It>
+int64_t sizeWithTies(const AutoMapInput &in, int64_t size, const std::vector<int> &tiedParams, It first, It last,
+                     std::vector<int> &holders)
+{
+    const FlatTree &t = *in.tree;
+    holders.clear();
+    for (const int p : tiedParams) {
+        for (It it = first; it != last; ++it) {
+            const int n = *it;
+            if (n != p && n != 0 && t.within(p, n)) { // tied_param.startswith(n + ".")
+                holders.push_back(n);
+                size += in.sizes[n] - in.sizes[p];
+                break;
+            }
+        }
+    }
+    return size;
+}
+
+// fallback_allocate's search: the first entry of `modules` (head first), looking depth first into the
+// parameters and children of the entries that may be split, whose size with ties is at most `limit`;
+// -1 when none is (or when `limit` is negative: Accelerate's size check refuses it).
+int fallbackFind(const AutoMapInput &in, const std::vector<int> &modules, int64_t limit)
+{
+    if (limit < 0)
+        return -1;
+    const FlatTree &t = *in.tree;
+    std::vector<int> search(modules.rbegin(), modules.rend()); // reversed: back() is the head
+    std::vector<int> holders;
+    while (!search.empty()) {
+        const int n = search.back();
+        search.pop_back();
+        if (sizeWithTies(in, in.sizes[n], tiedOutside(t, n), search.rbegin(), search.rend(), holders) <= limit)
+            return n;
+        const FlatNode &node = t.nodes[n];
+        if (node.isParam || node.childModules.empty() || in.noSplit[n])
+            continue;
+        for (auto c = node.items.rbegin(); c != node.items.rend(); ++c)
+            search.push_back(*c);
+    }
+    return -1;
+}
+
+// `modules` (head first) without `found`: each of its ancestors that is an entry is first replaced by its
+// direct parameters and children, the shallowest first, as fallback_allocate does.
+std::vector<int> withoutFound(const FlatTree &t, std::vector<int> modules, int found)
+{
+    std::vector<int> ancestors;
+    for (int a = t.nodes[found].parent; a > 0; a = t.nodes[a].parent)
+        ancestors.push_back(a);
+    for (auto a = ancestors.rbegin(); a != ancestors.rend(); ++a) {
+        const auto it = std::find(modules.begin(), modules.end(), *a);
+        if (it == modules.end())
+            continue;
+        const auto pos = it - modules.begin();
+        modules.erase(it);
+        modules.insert(modules.begin() + pos, t.nodes[*a].items.begin(), t.nodes[*a].items.end());
+    }
+    modules.erase(std::find(modules.begin(), modules.end(), found));
+    return modules;
+}
+
 } // namespace
 
 std::vector<char> noSplitFlags(const FlatTree &tree, const std::vector<std::string> &classes)
@@ -194,16 +283,6 @@ AutoMapResult inferAutoDeviceMap(const AutoMapInput &in, const std::vector<Devic
     std::vector<int> maxNames;
     int64_t maxLayerSize = maxLayer(in, queue, false, maxNames);
 
-    // Queue position (in reversed storage) of the first item, from the head, whose name is a proper
-    // prefix of `param` (Accelerate: tied_param.startswith(n + ".")).
-    const auto findHolder = [&](int param) -> int {
-        for (int pos = static_cast<int>(queue.size()) - 1; pos >= 0; --pos) {
-            const int n = queue[pos];
-            if (n != param && t.within(param, n) && n != 0)
-                return pos;
-        }
-        return -1;
-    };
 
     while (!queue.empty()) {
         const int item = queue.back();
@@ -213,27 +292,7 @@ AutoMapResult inferAutoDeviceMap(const AutoMapInput &in, const std::vector<Devic
         if (maxNames.empty())
             maxLayerSize = maxLayer(in, queue, true, maxNames);
         const int64_t moduleSize = in.sizes[item];
-        const std::string &name = t.nodes[item].name;
-
-        // Tied parameters outside this item whose partner is inside it.
-        std::vector<int> tiedParams;
-        for (const std::vector<std::string> &group : t.tiedGroups) {
-            bool any = false, all = true;
-            for (const std::string &k : group) {
-                const bool inside = containsDotted(name, k);
-                any = any || inside;
-                all = all && inside;
-            }
-            if (!any || all)
-                continue;
-            for (const std::string &k : group) {
-                if (!containsDotted(name, k)) {
-                    const int p = t.find(k);
-                    if (p >= 0)
-                        tiedParams.push_back(p);
-                }
-            }
-        }
+        const std::vector<int> tiedParams = tiedOutside(t, item);
 
         const bool unbounded = result.budgets[current] < 0;
         int64_t maxSize = unbounded ? 0 : result.budgets[current];
@@ -242,20 +301,12 @@ AutoMapResult inferAutoDeviceMap(const AutoMapInput &in, const std::vector<Devic
             maxSize -= maxLayerSize;
             reserved = maxLayerSize;
         }
-        // get_module_size_with_ties
-        int64_t sizeWithTies = moduleSize;
         std::vector<int> tiedHolders; // queue entries (node ids)
-        for (const int p : tiedParams) {
-            const int pos = findHolder(p);
-            if (pos < 0)
-                continue;
-            tiedHolders.push_back(queue[pos]);
-            sizeWithTies += in.sizes[queue[pos]] - in.sizes[p];
-        }
+        const int64_t withTies = sizeWithTies(in, moduleSize, tiedParams, queue.rbegin(), queue.rend(), tiedHolders);
 
-        if (unbounded || used[current] + sizeWithTies <= maxSize) {
-            used[current] += sizeWithTies;
-            result.placed.push_back({item, static_cast<int>(current), unbounded ? -1 : maxSize - (used[current] - sizeWithTies)});
+        if (unbounded || used[current] + withTies <= maxSize) {
+            used[current] += withTies;
+            result.placed.push_back({item, static_cast<int>(current), unbounded ? -1 : maxSize - (used[current] - withTies)});
             for (const int holder : tiedHolders) {
                 const auto it = std::find(queue.begin(), queue.end(), holder);
                 if (it != queue.end())
@@ -297,7 +348,20 @@ AutoMapResult inferAutoDeviceMap(const AutoMapInput &in, const std::vector<Devic
             }
         }
 
-        result.skips.push_back({static_cast<int>(current), item, sizeWithTies, maxSize - used[current], reserved,
+        // fallback_allocation: nothing placed here yet, so first place a module further on that fits.
+        if (in.fallbackAllocation && used[current] == 0 && devices[current].kind != DeviceKind::Disk) {
+            std::vector<int> modules(queue.rbegin(), queue.rend());
+            const int found = fallbackFind(in, modules, result.budgets[current] - std::max(maxLayerSize, withTies));
+            if (found >= 0) {
+                modules = withoutFound(t, std::move(modules), found);
+                queue.assign(modules.rbegin(), modules.rend());
+                queue.push_back(item);
+                queue.push_back(found);
+                continue;
+            }
+        }
+
+        result.skips.push_back({static_cast<int>(current), item, withTies, maxSize - used[current], reserved,
                                 used[current] == 0, result.placed.size()});
         used[current] += reserved;
         ++current;

@@ -29,6 +29,10 @@ struct AutoMapInput {
     std::vector<int64_t> sizes;  ///< per node (moduleSizes, or training costs)
     std::vector<char> noSplit;   ///< per node: class in no_split_module_classes
     bool reserveMainDevices = true; ///< Accelerate's reserve rule (off for training plans, which compute in place)
+    /// infer_auto_device_map(fallback_allocation=True): when nothing fits yet on a device, place the first
+    /// module (searching depth first) that fits in its budget less max(largest layer, the item's size)
+    /// before leaving it. Off by default, as in Accelerate (and transformers does not turn it on).
+    bool fallbackAllocation = false;
 };
 
 /// Where one queue item went.

@@ -328,7 +328,8 @@ Plan Planner::plan(const std::vector<DeviceSpec> &devicesIn, const PlanSettings 
     const NodeCosts costs = computeCosts(t, m_model, settings, weightBytes, flags);
     const bool training = settings.train != TrainMode::None;
 
-    AutoMapInput in{&t, training ? costs.placementSizes(t) : moduleSizes(t, weightBytes), flags, !training};
+    AutoMapInput in{&t, training ? costs.placementSizes(t) : moduleSizes(t, weightBytes), flags, !training,
+                    settings.fallbackAllocation};
     std::vector<DeviceSpec> devices = withDisk(devicesIn);
     std::vector<DeviceSpec> planning = devices;
     if (training) {

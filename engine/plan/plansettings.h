@@ -44,6 +44,8 @@ struct PlanSettings {
     std::string quantization;
     /// The user intends data parallel (DDP / accelerator.prepare) over the dispatched model; lint only.
     bool dataParallel = false;
+    /// Accelerate's fallback_allocation (AutoMapInput::fallbackAllocation).
+    bool fallbackAllocation = false;
 };
 
 /// The LoRA targets used when none are given: q_proj,v_proj (llama family, PEFT's default),

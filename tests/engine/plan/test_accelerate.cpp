@@ -186,3 +186,56 @@ TEST(AccelerateParity, BoolBuffersCountAnEighthOfAByte)
     EXPECT_EQ((TensorBytes{6, 4, true, false}.bytes(2)), 12) << "floats are never upcast, and cast down";
     EXPECT_EQ((TensorBytes{6, 8, false, false}.bytes(2)), 48) << "integers keep their size";
 }
+
+// fallback_allocation on 0=350,1=1000,cpu=1000, sequential. GPU 0 (a main device) keeps 300 B for the
+// largest layer (a block), so 50 B are usable and embed (100 B, no child modules) does not fit. Without
+// the fallback GPU 0 stays empty: embed and blocks 0-2 fill GPU 1 (1000 B), block 3, norm and lm_head go
+// to cpu (usable 1000 - 300). With it, GPU 0 being empty, fallback_allocate searches the rest (layers,
+// norm, lm_head; depth first) for a module of at most 350 - max(300, 100) = 50 B: layers (1200) is split
+// into its blocks, each no-split and too large, then norm (20 B) fits. norm goes to GPU 0 first; embed
+// then still does not fit (20 + 100 > 50) and moves on, and the rest goes as before, less norm.
+// With 0=250 the fallback's limit is 250 - 300 < 0: Accelerate finds nothing, and the map is unchanged.
+TEST(AccelerateParity, FallbackAllocationFillsAnEmptyDevice)
+{
+    const PlanModel model = plan_fixtures::tinyModel();
+    PlanSettings settings;
+    settings.strategy = Strategy::Sequential;
+    const Plan plain = Planner(model).plan(parseMaxMemory("0=350,1=1000,cpu=1000"), settings);
+    EXPECT_EQ(mapOf(plain), (Map{{"embed", "1"}, {"layers.0", "1"}, {"layers.1", "1"}, {"layers.2", "1"},
+                                 {"layers.3", "cpu"}, {"norm", "cpu"}, {"lm_head", "cpu"}}));
+    settings.fallbackAllocation = true;
+    const Plan fallback = Planner(model).plan(parseMaxMemory("0=350,1=1000,cpu=1000"), settings);
+    EXPECT_EQ(mapOf(fallback), (Map{{"norm", "0"}, {"embed", "1"}, {"layers.0", "1"}, {"layers.1", "1"},
+                                    {"layers.2", "1"}, {"layers.3", "cpu"}, {"lm_head", "cpu"}}));
+    EXPECT_EQ(fallback.usageOf("0")->memory.weights, 20);
+    EXPECT_EQ(fallback.usageOf("cpu")->memory.weights, 400);
+
+    const Plan small = Planner(model).plan(parseMaxMemory("0=250,1=1000,cpu=1000"), settings);
+    settings.fallbackAllocation = false;
+    EXPECT_EQ(mapOf(small), mapOf(Planner(model).plan(parseMaxMemory("0=250,1=1000,cpu=1000"), settings)));
+}
+
+// The fallback looks into modules that may be split, and takes the module it finds out of its parents:
+// no no-split classes, embed enlarged to 1000 B, 0=1100,1=2000,cpu=1000, sequential. Once embed is taken
+// from the queue the largest remaining layer is an mlp (200 B), so GPU 0 has 1100 - 200 = 900 usable and
+// embed does not fit (nor split). The fallback's limit is 1100 - max(200, 1000) = 100: layers (1200 B) is
+// split, layers.0 (300 B) is split, layers.0.attn (100 B) fits. In the queue layers and layers.0 give way
+// to their children: [layers.0.attn, embed, layers.0.mlp, layers.1, ..., norm, lm_head]. GPU 0 takes the
+// attn (100 <= 900); embed then moves on. GPU 1 (no reserve): embed 1000, layers.0.mlp 1200, layers.1 1500,
+// layers.2 1800; layers.3 (2100 >= 2000) is split: its attn fits (1900), its mlp does not. cpu keeps 100 B
+// for lm_head: layers.3.mlp, norm and lm_head (320 B).
+TEST(AccelerateParity, FallbackAllocationSplitsToFindAModule)
+{
+    PlanModel model = plan_fixtures::tinyModel();
+    model.tree.root.children[0].parameters[0].shape = {250}; // embed: 1000 B
+    PlanSettings settings;
+    settings.strategy = Strategy::Sequential;
+    settings.noSplit = std::vector<std::string>{};
+    settings.fallbackAllocation = true;
+    const Plan plan = Planner(model).plan(parseMaxMemory("0=1100,1=2000,cpu=1000"), settings);
+    EXPECT_EQ(mapOf(plan), (Map{{"layers.0.attn", "0"}, {"embed", "1"}, {"layers.0.mlp", "1"}, {"layers.1", "1"},
+                                {"layers.2", "1"}, {"layers.3.attn", "1"}, {"layers.3.mlp", "cpu"}, {"norm", "cpu"},
+                                {"lm_head", "cpu"}}));
+    EXPECT_EQ(plan.usageOf("0")->memory.weights, 100);
+    EXPECT_EQ(plan.usageOf("cpu")->memory.weights, 320);
+}
