@@ -2,6 +2,7 @@
 
 #include "engine/store/runstore.h"
 #include "support/cliprocess.h"
+#include "support/clisuite.h"
 #include "support/tempdir.h"
 
 #include <gtest/gtest.h>
@@ -26,21 +27,12 @@ namespace {
 
 using testing_support::ProcessResult;
 
-class CliTest : public ::testing::Test {
-protected:
-    static void SetUpTestSuite()
-    {
-        s_dir = new testing_support::TempDir("cli");
-        testing_support::isolateXdgDirs(s_dir->path());
-        testing_support::writeCorpusSlice(s_dir->path() / "corpus.txt", 100'000);
-        testing_support::writeTinyConfig(s_dir->path() / "tiny");
-    }
-    static void TearDownTestSuite()
-    {
-        delete s_dir;
-        s_dir = nullptr;
-    }
+class CliTest : public testing_support::CliSuite<CliTest> {
+public:
+    static constexpr const char *kName = "cli";
+    static constexpr size_t kCorpusBytes = 100'000;
 
+protected:
     testing_support::ChildProcess spawn(const std::vector<std::string> &args, const std::string &tag)
     {
         return testing_support::spawnProcess(TUNEBENCH_CLI, args, s_dir->path(), tag);
@@ -61,10 +53,7 @@ protected:
 
     std::string db(const std::string &name) const { return (s_dir->path() / name).string(); }
 
-    static testing_support::TempDir *s_dir;
 };
-
-testing_support::TempDir *CliTest::s_dir = nullptr;
 
 int64_t storedLossSteps(const std::string &dbPath)
 {

@@ -11,6 +11,7 @@
 #include "engine/core/freeport.h"
 #include "engine/store/runstore.h"
 #include "support/cliprocess.h"
+#include "support/clisuite.h"
 #include "support/tempdir.h"
 
 #include <gtest/gtest.h>
@@ -36,23 +37,13 @@ using testing_support::ProcessResult;
 
 namespace {
 
-class DistCliTest : public ::testing::Test {
-protected:
-    static void SetUpTestSuite()
-    {
-        s_dir = new testing_support::TempDir("distcli");
-        testing_support::isolateXdgDirs(s_dir->path());
-        testing_support::writeCorpusSlice(s_dir->path() / "corpus.txt", 60'000);
-        testing_support::writeTinyConfig(s_dir->path() / "tiny");
-    }
-    static void TearDownTestSuite()
-    {
-        delete s_dir;
-        s_dir = nullptr;
-    }
+class DistCliTest : public testing_support::CliSuite<DistCliTest> {
+public:
+    static constexpr const char *kName = "distcli";
+    static constexpr size_t kCorpusBytes = 60'000;
 
-    static fs::path dir() { return s_dir->path(); }
-    static std::string db() { return (dir() / "runs.sqlite3").string(); }
+protected:
+
 
     /// `train` on the tiny model; batch, steps and the rest per test.
     static std::vector<std::string> trainArgs(const std::string &output, std::vector<std::string> extra)
@@ -145,10 +136,7 @@ protected:
         ASSERT_GE(storedSteps(output), steps) << output << " did not reach step " << steps;
     }
 
-    static testing_support::TempDir *s_dir;
 };
-
-testing_support::TempDir *DistCliTest::s_dir = nullptr;
 
 bool contains(const std::string &text, const std::string &part)
 {

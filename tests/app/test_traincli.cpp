@@ -4,6 +4,7 @@
 
 #include "engine/store/runstore.h"
 #include "support/cliprocess.h"
+#include "support/clisuite.h"
 #include "support/tempdir.h"
 
 #include <gtest/gtest.h>
@@ -24,23 +25,13 @@ using testing_support::ProcessResult;
 
 namespace {
 
-class TrainCliTest : public ::testing::Test {
-protected:
-    static void SetUpTestSuite()
-    {
-        s_dir = new testing_support::TempDir("traincli");
-        testing_support::isolateXdgDirs(s_dir->path());
-        testing_support::writeCorpusSlice(s_dir->path() / "corpus.txt", 100'000);
-        testing_support::writeTinyConfig(s_dir->path() / "tiny");
-    }
-    static void TearDownTestSuite()
-    {
-        delete s_dir;
-        s_dir = nullptr;
-    }
+class TrainCliTest : public testing_support::CliSuite<TrainCliTest> {
+public:
+    static constexpr const char *kName = "traincli";
+    static constexpr size_t kCorpusBytes = 100'000;
 
-    static fs::path dir() { return s_dir->path(); }
-    static std::string db() { return (dir() / "runs.sqlite3").string(); }
+protected:
+
 
     static ProcessResult run(std::vector<std::string> args, const std::string &tag)
     {
@@ -103,10 +94,7 @@ protected:
         return testing_support::finishProcess(child);
     }
 
-    static testing_support::TempDir *s_dir;
 };
-
-testing_support::TempDir *TrainCliTest::s_dir = nullptr;
 
 std::string slurp(const fs::path &path)
 {
