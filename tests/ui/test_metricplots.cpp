@@ -177,6 +177,47 @@ TEST_F(MetricPlotsTest, ChosenMetricsAreStackedWithLinkedXThatTheWheelZoomsAndDo
     EXPECT_EQ(m_plots->axisRect(0)->axis(QCPAxis::atBottom)->range(), before);
 }
 
+// While the wheel zooms the curves redraw without antialiasing (a draft, as QCustomPlot does while a
+// drag pans); once the wheel has stopped they are antialiased again, and an export never waits for it.
+// Evaluation points are marked while they stand apart, and drawn as a line alone when they crowd.
+TEST_F(MetricPlotsTest, TheWheelDraftsAndTheRedrawAfterItIsAntialiasedAndCrowdedMarksGo)
+{
+    m_plots->setRuns({fullRun(1, QStringLiteral("a"), 3, 1000)});
+    draw();
+    QCustomPlot *plot = m_plots->plot();
+    ASSERT_FALSE(plot->notAntialiasedElements().testFlag(QCP::aePlottables));
+    const QPointF at = m_plots->axisRect(0)->center();
+    QWheelEvent wheel(at, plot->mapToGlobal(at), QPoint(), QPoint(0, 120), Qt::NoButton, Qt::NoModifier,
+                      Qt::NoScrollPhase, false);
+    QApplication::sendEvent(plot, &wheel);
+    EXPECT_TRUE(plot->notAntialiasedElements().testFlag(QCP::aePlottables));
+    EXPECT_TRUE(QTest::qWaitFor([&] { return !plot->notAntialiasedElements().testFlag(QCP::aePlottables); }, 5000))
+        << "full quality once the wheel stops";
+
+    QApplication::sendEvent(plot, &wheel);
+    ASSERT_TRUE(plot->notAntialiasedElements().testFlag(QCP::aePlottables));
+    QTemporaryDir dir;
+    ASSERT_TRUE(dir.isValid());
+    QString error;
+    ASSERT_TRUE(m_plots->exportImage(dir.filePath(QStringLiteral("plots.png")), &error)) << error.toStdString();
+    EXPECT_FALSE(plot->notAntialiasedElements().testFlag(QCP::aePlottables)) << "exported at full quality";
+
+    // 20 evaluation points over ~900 px stand apart; 1000 of them crowd.
+    QCPGraph *eval = m_plots->rawGraph(1, QStringLiteral("eval/loss"));
+    ASSERT_NE(eval, nullptr);
+    m_plots->resetView();
+    draw();
+    EXPECT_EQ(eval->scatterStyle().shape(), QCPScatterStyle::ssCircle);
+    ui::RunCurves crowded = fullRun(1, QStringLiteral("a"), 3, 1000);
+    crowded.metrics["eval/loss"] = points(1000, [](int i) { return 2.0 - i * 0.001; });
+    m_plots->setRuns({crowded});
+    draw();
+    eval = m_plots->rawGraph(1, QStringLiteral("eval/loss"));
+    ASSERT_NE(eval, nullptr);
+    EXPECT_EQ(eval->scatterStyle().shape(), QCPScatterStyle::ssNone);
+    EXPECT_GT(eval->dataCount(), 500) << "the line keeps the points";
+}
+
 TEST_F(MetricPlotsTest, SmoothingIsTheDebiasedAverageOfTheFullData)
 {
     ui::RunCurves run = fullRun(3, QStringLiteral("long"), 4, 20000);

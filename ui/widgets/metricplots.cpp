@@ -209,8 +209,7 @@ MetricPlots::MetricPlots(QWidget *parent) : QWidget(parent)
     m_draftEnd->setSingleShot(true);
     m_draftEnd->setInterval(kDraftMs);
     connect(m_draftEnd, &QTimer::timeout, this, [this] {
-        m_draft = false;
-        m_plot->setNotAntialiasedElements(QCP::AntialiasedElements(m_draftBackup));
+        endDraft();
         requestReplot(); // the full-quality picture of where the wheel stopped
     });
     connect(m_plot, &QCustomPlot::afterLayout, this, &MetricPlots::onAfterLayout);
@@ -891,6 +890,15 @@ void MetricPlots::changeEvent(QEvent *event)
         applyPalette();
 }
 
+void MetricPlots::endDraft()
+{
+    m_draftEnd->stop();
+    if (!m_draft)
+        return;
+    m_draft = false;
+    m_plot->setNotAntialiasedElements(QCP::AntialiasedElements(m_draftBackup));
+}
+
 bool MetricPlots::eventFilter(QObject *watched, QEvent *event)
 {
     // While the wheel zooms, curves redraw without antialiasing (as QCustomPlot does while a drag pans),
@@ -1275,6 +1283,7 @@ bool MetricPlots::exportImage(const QString &path, QString *error)
         return false;
     }
     hideHover();
+    endDraft(); // an export is drawn at full quality, even right after a wheel step
     m_plot->replot(QCustomPlot::rpImmediateRefresh); // the decimation for the current view and size
     int width = m_plot->width();
     int height = m_plot->height();

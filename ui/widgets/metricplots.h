@@ -160,6 +160,8 @@ private:
     void onMouseMove(QMouseEvent *event);
     void hideHover();
     void requestReplot();
+    /// Back to full quality (antialiased curves) after the wheel's draft redraws; no redraw here.
+    void endDraft();
     void scheduleLiveReplot();
     void setXRangeProgrammatic(double lower, double upper);
     void dataXRange(double &lower, double &upper, bool &found) const;
