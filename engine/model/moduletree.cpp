@@ -284,25 +284,22 @@ void countInto(const ModuleNode &node, bool includeTied, bool bytes, int64_t &to
 
 } // namespace
 
-int64_t ParameterInfo::numel() const
+int64_t numelOf(const std::vector<int64_t> &shape)
 {
     int64_t n = 1;
     for (const int64_t d : shape)
         n *= d;
     return n;
+}
+
+int64_t ParameterInfo::numel() const
+{
+    return numelOf(shape);
 }
 
 int64_t ParameterInfo::bytes() const
 {
     return numel() * dtypeSize(dtype);
-}
-
-int64_t BufferInfo::numel() const
-{
-    int64_t n = 1;
-    for (const int64_t d : shape)
-        n *= d;
-    return n;
 }
 
 int64_t ModuleNode::parameterCount(bool includeTied) const

@@ -49,9 +49,6 @@ struct BufferInfo {
     std::vector<int64_t> shape; ///< [] for a scalar
     std::string dtype;          ///< torch dtype name: "float32", "float16", "bool", ...
     bool persistent = true;     ///< in state_dict and checkpoints (false: computed at construction)
-
-    /// Number of elements.
-    int64_t numel() const;
     bool operator==(const BufferInfo &) const = default;
 };
 
@@ -104,6 +101,9 @@ struct ModuleTree {
     /// Full names of the modules that hold buffers but no parameter (holdsOnlyBuffers), outermost only.
     std::vector<std::string> bufferOnlyModules() const;
 };
+
+/// Number of elements of a tensor of `shape` (1 for a scalar []).
+int64_t numelOf(const std::vector<int64_t> &shape);
 
 /// Bytes per element of a torch dtype name ("bfloat16" -> 2); 0 when unknown.
 int64_t dtypeSize(const std::string &dtype);

@@ -32,9 +32,7 @@ void dtypeTraits(const std::string &dtype, int64_t &bytes, bool &isFloat)
 TensorBytes tensorBytes(const std::vector<int64_t> &shape, const std::string &dtype)
 {
     TensorBytes t;
-    t.numel = 1;
-    for (const int64_t d : shape)
-        t.numel *= d;
+    t.numel = model::numelOf(shape);
     dtypeTraits(dtype, t.elementBytes, t.isFloat);
     t.isBool = dtype == "bool";
     return t;

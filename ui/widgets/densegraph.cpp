@@ -21,25 +21,22 @@ void DenseGraph::drawLinePlot(QCPPainter *painter, const QVector<QPointF> &lines
         pen.setWidth(0);
         painter->setPen(pen);
     }
-    const auto finite = [](const QPointF &p) { return std::isfinite(p.x()) && std::isfinite(p.y()); };
-    // A NaN point (a gap in the data) ends a run of segments, as in QCustomPlot's drawPolyline.
-    if (painter->antialiasing()) {
-        m_segments.clear();
-        m_segments.reserve(lines.size());
+    // One segment per pair of finite neighbours: a NaN point (a gap in the data) ends a run of segments, as
+    // in QCustomPlot's drawPolyline. Without antialiasing in whole pixels, as QCPPainter::drawLine draws.
+    const auto drawSegments = [&](auto &segments, auto toSegment) {
+        const auto finite = [](const QPointF &p) { return std::isfinite(p.x()) && std::isfinite(p.y()); };
+        segments.clear();
+        segments.reserve(lines.size());
         for (qsizetype i = 1; i < lines.size(); ++i) {
             if (finite(lines[i - 1]) && finite(lines[i]))
-                m_segments.append(QLineF(lines[i - 1], lines[i]));
+                segments.append(toSegment(QLineF(lines[i - 1], lines[i])));
         }
-        painter->drawLines(m_segments);
-    } else { // whole pixels, as QCPPainter::drawLine draws without antialiasing
-        m_pixelSegments.clear();
-        m_pixelSegments.reserve(lines.size());
-        for (qsizetype i = 1; i < lines.size(); ++i) {
-            if (finite(lines[i - 1]) && finite(lines[i]))
-                m_pixelSegments.append(QLineF(lines[i - 1], lines[i]).toLine());
-        }
-        painter->drawLines(m_pixelSegments);
-    }
+        painter->drawLines(segments);
+    };
+    if (painter->antialiasing())
+        drawSegments(m_segments, [](const QLineF &line) { return line; });
+    else
+        drawSegments(m_pixelSegments, [](const QLineF &line) { return line.toLine(); });
 }
 
 } // namespace ui

@@ -468,6 +468,7 @@ TEST(ModuleTree, RefusesWhatItCannotLayOutByName)
     expectRefused(json{{"model_type", "gpt2"}, {"n_layer", "12"}}, "n_layer", "integer");
     expectRefused(json{{"model_type", "chatglm"}, {"quantization_bit", 4}}, "quantization_bit", "quantized");
     expectRefused(json{{"model_type", "chatglm"}, {"pre_seq_len", 128}}, "pre_seq_len", "prefix");
+    expectRefused(json{{"model_type", "chatglm"}, {"position_encoding_2d", "yes"}}, "position_encoding_2d", "true or false");
     expectRefused(json{{"model_type", "chatglm"}, {"padded_vocab_size", 65024}, {"ffn_hidden_size", 13696}},
                   "padded_vocab_size", "ChatGLM2");
     json yarn = tinyLlama();
