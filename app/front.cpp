@@ -1,8 +1,9 @@
 // tunebench: the front executable. It links no libtorch, so the commands that need no tensors
 // (--help, --version, runs, tokenize, plan) start in milliseconds instead of the second that loading
-// libtorch's ~300 shared libraries takes. The GUI, the terminal demo and every other command are
-// tunebench-full's: the front execs it with the same arguments (same process id, signals and exit
-// status, so Ctrl+C, kill and scripts see no difference).
+// libtorch's ~300 shared libraries takes. The GUI is tunebench-gui's (no libtorch either until its
+// window is up); the terminal demo and every other command are tunebench-full's. The front execs them
+// with the same arguments (same process id, signals and exit status, so Ctrl+C, kill and scripts see
+// no difference).
 
 #include "app/cli/command.h"
 #include "app/cli/commandlist.h"
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -20,28 +22,37 @@
 
 namespace {
 
-/// tunebench-full beside this executable (the build tree) or where it is installed
-/// (TUNEBENCH_FULL_FROM_BINDIR: lib/tunebench relative to bin).
-std::filesystem::path fullExecutable()
+/// `name` (tunebench-full, tunebench-gui) beside this executable (the build tree) or where it is
+/// installed (TUNEBENCH_FULL_FROM_BINDIR: lib/tunebench relative to bin).
+std::filesystem::path helperExecutable(const char *name)
 {
     std::error_code ec;
     const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
     const std::filesystem::path dir = ec ? std::filesystem::path(".") : self.parent_path();
-    for (const std::filesystem::path &candidate :
-         {dir / "tunebench-full", dir / TUNEBENCH_FULL_FROM_BINDIR / "tunebench-full"}) {
+    for (const std::filesystem::path &candidate : {dir / name, dir / TUNEBENCH_FULL_FROM_BINDIR / name}) {
         if (::access(candidate.c_str(), X_OK) == 0)
             return candidate;
     }
-    return dir / TUNEBENCH_FULL_FROM_BINDIR / "tunebench-full";
+    return dir / TUNEBENCH_FULL_FROM_BINDIR / name;
 }
 
-[[noreturn]] void execFull(char **argv)
+[[noreturn]] void execHelper(const char *name, char **argv)
 {
-    const std::filesystem::path full = fullExecutable();
-    ::execv(full.c_str(), argv);
-    std::fprintf(stderr, "tunebench: cannot run %s: %s (the install is incomplete; reinstall tunebench)\n", full.c_str(),
+    const std::filesystem::path helper = helperExecutable(name);
+    ::execv(helper.c_str(), argv);
+    std::fprintf(stderr, "tunebench: cannot run %s: %s (the install is incomplete; reinstall tunebench)\n", helper.c_str(),
                  std::strerror(errno));
     std::_Exit(app::cli::ExitFailed);
+}
+
+/// A display to open the GUI on (or a Qt platform chosen, e.g. offscreen).
+bool displayAvailable()
+{
+    for (const char *name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) {
+        if (const char *value = std::getenv(name); value && *value)
+            return true;
+    }
+    return false;
 }
 
 /// The subcommand named on the command line: the first word that is not an option, skipping the
@@ -91,9 +102,15 @@ bool needsTorch(std::string_view name)
 
 int main(int argc, char **argv)
 {
+    // `tunebench` opens the GUI; `tunebench --demo` opens it and starts training the demo. Without a
+    // display (or a GUI in the build) both run the demo in the terminal.
     const bool demo = argc == 2 && std::string_view(argv[1]) == "--demo";
+#ifdef TUNEBENCH_WITH_GUI
+    if ((argc == 1 || demo) && displayAvailable())
+        execHelper("tunebench-gui", argv);
+#endif
     if (argc == 1 || demo || needsTorch(commandWord(argc, argv)))
-        execFull(argv);
+        execHelper("tunebench-full", argv);
 
     CLI::App app;
     app::cli::GlobalOptions globals;

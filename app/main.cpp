@@ -1,6 +1,6 @@
-// tunebench-full: the whole program, libtorch linked: the GUI with no arguments (when a display is
-// there), every headless subcommand otherwise. `tunebench` (front.cpp) runs the commands that need no
-// libtorch itself and execs this for the rest.
+// tunebench-full: every headless subcommand, libtorch linked, and the demo in the terminal with no
+// arguments. `tunebench` (front.cpp) runs the commands that need no libtorch itself, execs
+// tunebench-gui for the GUI and this for the rest.
 
 #include "app/cli/command.h"
 #include "app/cli/rootapp.h"
@@ -15,20 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#ifdef TUNEBENCH_WITH_GUI
-#include "ui/application.h"
-#endif
-
 namespace {
-
-bool displayAvailable()
-{
-    for (const char *name : {"DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"}) {
-        if (const char *value = std::getenv(name); value && *value)
-            return true;
-    }
-    return false;
-}
 
 /// The blas_core_type setting (`tunebench doctor --use-blas-core`): OpenBLAS reads OPENBLAS_CORETYPE
 /// only when it loads, before main, so the process starts again with it set. An environment that
@@ -55,15 +42,6 @@ void applyBlasCoreSetting(char **argv)
 int main(int argc, char **argv)
 {
     applyBlasCoreSetting(argv);
-#ifdef TUNEBENCH_WITH_GUI
-    // `tunebench` opens the GUI; `tunebench --demo` opens it and starts training the demo.
-    const bool demo = argc == 2 && std::string_view(argv[1]) == "--demo";
-    if ((argc == 1 || demo) && displayAvailable()) {
-        ui::ApplicationOptions options;
-        options.startDemo = demo;
-        return ui::runApplication(argc, argv, options);
-    }
-#endif
 
     CLI::App app;
     app::cli::GlobalOptions globals;
@@ -82,9 +60,14 @@ int main(int argc, char **argv)
     commands.push_back(app::cli::makeLaunchCommand(app, globals));
 
     if (argc == 1 || (argc == 2 && std::string_view(argv[1]) == "--demo")) {
-        // No display (or a build without the GUI): the same demo, in the terminal.
-        std::fprintf(stderr, "tunebench: no display found; running the demo in the terminal "
-                             "(run `tunebench --help` for the commands)\n");
+        // The front found no display (or the build has no GUI): the demo in the terminal.
+#ifdef TUNEBENCH_WITH_GUI
+        const char *why = "no display found";
+#else
+        const char *why = "this build has no GUI";
+#endif
+        std::fprintf(stderr, "tunebench: %s; running the demo in the terminal (run `tunebench --help` for the commands)\n",
+                     why);
         static char trainWord[] = "train";
         static char demoWord[] = "--demo";
         static char *demoArgv[] = {argv[0], trainWord, demoWord, nullptr};

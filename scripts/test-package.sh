@@ -64,8 +64,13 @@ module=$(find "$root/usr/lib" -path '*/tunebench/libtunebench_spm.so' 2>/dev/nul
 check "the sentencepiece module is in /usr/lib/*/tunebench" [ -n "$module" ]
 full=$(find "$root/usr/lib" -path '*/tunebench/tunebench-full' 2>/dev/null | head -n 1)
 check "tunebench-full (what the front execs for torch commands) is in /usr/lib/*/tunebench" test -n "$full" -a -x "$full"
+gui=$(find "$root/usr/lib" -path '*/tunebench/tunebench-gui' 2>/dev/null | head -n 1)
+check "tunebench-gui (what the front execs for the GUI) is in /usr/lib/*/tunebench" test -n "$gui" -a -x "$gui"
+engine=$(find "$root/usr/lib" -path '*/tunebench/libtunebench_engine.so' 2>/dev/null | head -n 1)
+check "the engine module (the GUI's libtorch half) is in /usr/lib/*/tunebench" [ -n "$engine" ]
 check "/usr/bin/tunebench (the front) links no libtorch" bash -c "! readelf -d '$root/usr/bin/tunebench' | grep NEEDED | grep -q libtorch"
-for file in "$root/usr/bin/tunebench" "$full" "$module"; do
+check "tunebench-gui links no libtorch" bash -c "[ -n '$gui' ] && ! readelf -d '$gui' | grep NEEDED | grep -q libtorch"
+for file in "$root/usr/bin/tunebench" "$full" "$module" "$gui" "$engine"; do
   [[ -f "$file" ]] || continue
   check "${file#"$root"} is stripped" grep -q ', stripped' <<<"$(file -b "$file")"
 done
@@ -142,6 +147,16 @@ if [[ -x "$root/usr/bin/tunebench" && -n "$module" ]]; then
   else
     cat "$work/train.txt" >&2
     fail "tunebench train --demo --steps 2"
+  fi
+  if [[ -n "$engine" ]]; then
+    probe=$(QT_QPA_PLATFORM=offscreen TUNEBENCH_STARTUP_PROBE=1 TUNEBENCH_ENGINE_MODULE=$engine \
+      "$root/usr/bin/tunebench" 2>"$work/gui.txt" || true)
+    if [[ "$probe" == $'window shown (libtorch not loaded)\nengine loaded' ]]; then
+      pass "the GUI opens its window before libtorch loads, then loads the engine module"
+    else
+      cat "$work/gui.txt" >&2
+      fail "the GUI's start-up probe printed: $probe"
+    fi
   fi
 fi
 

@@ -3,9 +3,9 @@
 #include "app/bridge/enginebridge.h"
 #include "app/bridge/steprate.h"
 #include "engine/core/blascheck.h"
+#include "engine/core/cpufeatures.h"
 #include "engine/core/paths.h"
 #include "engine/core/settings.h"
-#include "engine/core/systeminfo.h"
 #include "engine/core/threads.h"
 #include "ui/pages/inspectpage.h"
 #include "ui/pages/planpage.h"
@@ -458,12 +458,19 @@ void MainWindow::closeEvent(QCloseEvent *event)
 
 void MainWindow::showAbout()
 {
-    // The same facts as `tunebench doctor` (without the matmul measurement, which takes a second).
+    // The same facts as `tunebench doctor` (without the matmul measurement, which takes a second). The
+    // libtorch and BLAS facts come from the engine module, loaded in the background after start-up.
     const engine::CpuFeatures cpu = engine::cpuFeatures();
-    const engine::BlasInfo blas = engine::blasInfo(cpu);
-    QString facts = QString::fromStdString(engine::describeSystem(engine::systemInfo()));
+    QString facts;
+    if (m_bridge->engineReady())
+        facts = QString::fromStdString(m_bridge->engineFacts().system);
+    else if (!m_bridge->engineError().isEmpty())
+        facts = tr("libtorch  not loaded: %1\n").arg(m_bridge->engineError());
+    else
+        facts = tr("libtorch  still loading (open this dialog again in a moment)\n");
     facts += tr("Qt        %1 (built with %2)\n").arg(QString::fromLatin1(qVersion()), QStringLiteral(QT_VERSION_STR));
     facts += tr("cpu       %1 (%2)\n").arg(QString::fromStdString(cpu.model), QString::fromStdString(cpu.vector()));
+    const engine::BlasInfo &blas = m_bridge->engineFacts().blas;
     if (blas.openblas) {
         facts += tr("openblas  kernels %1%2\n")
                      .arg(QString::fromStdString(blas.coreName),

@@ -19,6 +19,12 @@ EngineBridge::EngineBridge(QObject *parent, TrainingFunction train, GenerateFunc
     m_worker->moveToThread(&m_thread);
     connect(&m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
     // The worker emits on the engine thread; these connections are queued onto the UI thread.
+    connect(m_worker, &EngineWorker::engineLoaded, this, [this](bool ok, const EngineFacts &facts, const QString &error) {
+        m_engineReady = ok;
+        m_engineFacts = facts;
+        m_engineError = error;
+        Q_EMIT engineLoaded(ok);
+    });
     connect(m_worker, &EngineWorker::jobStarted, this, &EngineBridge::jobStarted);
     connect(m_worker, &EngineWorker::runCreated, this, &EngineBridge::runCreated);
     connect(m_worker, &EngineWorker::logLine, this, &EngineBridge::logLine);
@@ -37,6 +43,11 @@ EngineBridge::~EngineBridge()
     m_control.requestCancel();
     m_thread.quit();
     m_thread.wait();
+}
+
+void EngineBridge::loadEngine()
+{
+    QMetaObject::invokeMethod(m_worker, &EngineWorker::loadEngine, Qt::QueuedConnection);
 }
 
 QString EngineBridge::validationError(const engine::train::TrainingParams &params)

@@ -57,6 +57,15 @@ public:
     /// generationFinished. Refused (false, with a message) while a job runs, without a model or prompt,
     /// or with a token count outside 1..4096. cancel() stops it after the current token.
     bool startGeneration(const engine::infer::GenerateRequest &request, QString *error = nullptr);
+    /// Loads the engine module (libtorch) on the engine thread now, in the background; engineLoaded
+    /// tells when it is done. Without this call the first job loads it. Jobs queued meanwhile wait.
+    void loadEngine();
+    /// Whether the engine is loaded (engineLoaded came with ok) and its facts (valid when loaded).
+    bool engineReady() const { return m_engineReady; }
+    const EngineFacts &engineFacts() const { return m_engineFacts; }
+    /// Why loading failed; empty when it did not (yet).
+    const QString &engineError() const { return m_engineError; }
+
     /// Pauses or resumes the running job at its next step boundary. No effect when idle.
     void pause(bool paused);
     /// Asks the running job to stop at its next step boundary; it then ends Cancelled.
@@ -76,6 +85,8 @@ public:
     MetricsBuffer &metricsBuffer() { return m_metrics; }
 
 Q_SIGNALS:
+    /// loadEngine (or the first job) finished loading the engine: ok, or not ok with engineError().
+    void engineLoaded(bool ok);
     void busyChanged(bool busy);
     void pausedChanged(bool paused);
     void jobStarted();
@@ -111,6 +122,9 @@ private:
     EngineWorker *m_worker = nullptr; ///< lives on m_thread; deleted when the thread finishes
     QTimer m_drainTimer;
     bool m_busy = false;
+    bool m_engineReady = false;
+    EngineFacts m_engineFacts;
+    QString m_engineError;
 };
 
 } // namespace app

@@ -40,10 +40,40 @@ EngineWorker::EngineWorker(engine::JobControl &control, MetricsBuffer &metrics, 
                            GenerateFunction generate)
     : m_control(control), m_metrics(metrics), m_train(std::move(train)), m_generate(std::move(generate))
 {
-    if (!m_train)
-        m_train = &engine::train::runTraining;
-    if (!m_generate)
-        m_generate = &engine::infer::generate;
+    if (!m_train) {
+        m_train = [this](const engine::train::TrainingParams &params, engine::JobControl &control,
+                         engine::train::TrainingObserver &observer) { return jobs().train(params, control, observer); };
+    }
+    if (!m_generate) {
+        m_generate = [this](const engine::infer::GenerateRequest &request,
+                            const std::function<void(const std::string &)> &onText, const engine::JobControl *control) {
+            return jobs().generate(request, onText, control);
+        };
+    }
+}
+
+EngineJobs &EngineWorker::jobs()
+{
+    try {
+        EngineJobs &loaded = engineJobs();
+        if (!m_announcedEngine) {
+            m_announcedEngine = true;
+            Q_EMIT engineLoaded(true, loaded.facts(), QString());
+        }
+        return loaded;
+    } catch (...) {
+        Q_EMIT engineLoaded(false, EngineFacts{}, QString::fromStdString(engine::currentExceptionInfo().message));
+        throw;
+    }
+}
+
+void EngineWorker::loadEngine()
+{
+    try {
+        jobs();
+    } catch (...) {
+        // jobs() told the bridge; a job that needs the engine reports the same error again.
+    }
 }
 
 void EngineWorker::runTraining(const engine::train::TrainingParams &params)
@@ -65,7 +95,7 @@ void EngineWorker::runPreview(const engine::train::TrainingParams &params)
     Q_EMIT jobStarted();
     try {
         engine::train::TrainingObserver silent;
-        const engine::train::DatasetPreview preview = engine::train::previewData(params, m_control, silent);
+        const engine::train::DatasetPreview preview = jobs().preview(params, m_control, silent, 3);
         Q_EMIT previewFinished(true, QString::fromStdString(engine::train::describePreview(preview, params)));
     } catch (...) {
         Q_EMIT previewFinished(false, QString::fromStdString(engine::currentExceptionInfo().message));
@@ -87,7 +117,7 @@ void EngineWorker::runGeneration(const engine::infer::GenerateRequest &request)
 void EngineWorker::runInspection(const InspectRequest &request)
 {
     Q_EMIT jobStarted();
-    Q_EMIT inspectionFinished(runInspectRequest(request));
+    Q_EMIT inspectionFinished(runInspectRequest(request, [this]() -> EngineJobs & { return jobs(); }));
 }
 
 } // namespace app

@@ -1,13 +1,12 @@
 #pragma once
 // The object that lives on the engine thread and runs jobs there. Owned by EngineBridge.
 
+#include "app/bridge/enginejobs.h"
 #include "app/bridge/inspectrequest.h"
 #include "app/bridge/joboutcome.h"
 #include "app/bridge/metricsbuffer.h"
 #include "engine/core/jobcontrol.h"
 #include "engine/core/loglevel.h"
-#include "engine/infer/inference.h"
-#include "engine/train/trainer.h"
 
 #include <QObject>
 #include <QString>
@@ -16,11 +15,11 @@
 
 namespace app {
 
-/// The function that runs a training job; engine::train::runTraining unless a test injects another.
+/// The function that runs a training job; the engine module's (engineJobs().train) unless a test injects another.
 using TrainingFunction = std::function<engine::train::TrainingOutcome(
     const engine::train::TrainingParams &, engine::JobControl &, engine::train::TrainingObserver &)>;
 
-/// The function that generates text; engine::infer::generate unless a test injects another. onText
+/// The function that generates text; the engine module's unless a test injects another. onText
 /// receives the new text as it grows; control is checked between tokens.
 using GenerateFunction = std::function<engine::infer::GenerateResult(
     const engine::infer::GenerateRequest &, const std::function<void(const std::string &)> &onText,
@@ -38,12 +37,16 @@ public:
                  GenerateFunction generate = {});
 
 public Q_SLOTS:
+    /// Loads the engine module (and libtorch) now, so that the first job does not wait for it.
+    void loadEngine();
     void runTraining(const engine::train::TrainingParams &params);
     void runInspection(const app::InspectRequest &request);
     void runPreview(const engine::train::TrainingParams &params);
     void runGeneration(const engine::infer::GenerateRequest &request);
 
 Q_SIGNALS:
+    /// loadEngine ended: ok with the engine's facts, or not ok with the reason in error.
+    void engineLoaded(bool ok, const app::EngineFacts &facts, const QString &error);
     void jobStarted();
     void runCreated(qint64 runId, const QString &storePath);
     void logLine(engine::LogLevel level, const QString &text);
@@ -58,10 +61,17 @@ Q_SIGNALS:
     void generationFinished(bool ok, const QString &textOrError, const QString &stopReason);
 
 private:
+    /// The engine's jobs (engineJobs()); the first time they are there, engineLoaded tells the bridge,
+    /// whichever job loaded them.
+    EngineJobs &jobs();
+
     engine::JobControl &m_control;
     MetricsBuffer &m_metrics;
     TrainingFunction m_train;
     GenerateFunction m_generate;
+    bool m_announcedEngine = false;
 };
 
 } // namespace app
+
+Q_DECLARE_METATYPE(app::EngineFacts)

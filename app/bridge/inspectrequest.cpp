@@ -1,27 +1,27 @@
 #include "app/bridge/inspectrequest.h"
 
 #include "engine/core/error.h"
-#include "engine/inspect/inspector.h"
+#include "app/bridge/enginejobs.h"
 
 namespace app {
 
-InspectionResult runInspectRequest(const InspectRequest &request)
+InspectionResult runInspectRequest(const InspectRequest &request, const std::function<EngineJobs &()> &engine)
 {
     auto report = std::make_shared<engine::inspect::InspectionReport>();
     try {
         switch (request.kind) {
         case InspectRequest::Kind::Scenario:
-            *report = engine::inspect::inspectScenario(request.scenario.toStdString());
+            *report = engine().inspectScenario(request.scenario.toStdString());
             break;
         case InspectRequest::Kind::VerifyFix:
-            *report = engine::inspect::verifyFix(request.scenario.toStdString());
+            *report = engine().verifyFix(request.scenario.toStdString());
             break;
         case InspectRequest::Kind::TorchScript:
-            *report = engine::inspect::inspectTorchScript(request.path.toStdString(), request.inputs.toStdString(),
-                                                          request.method.toStdString());
+            *report = engine().inspectTorchScript(request.path.toStdString(), request.inputs.toStdString(),
+                                                      request.method.toStdString());
             break;
         case InspectRequest::Kind::ModelFolder:
-            *report = engine::inspect::inspectModelFolder(request.path.toStdString(), request.inputs.toStdString());
+            *report = engine().inspectModelFolder(request.path.toStdString(), request.inputs.toStdString());
             break;
         }
     } catch (...) {

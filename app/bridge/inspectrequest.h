@@ -7,6 +7,7 @@
 #include <QMetaType>
 #include <QString>
 
+#include <functional>
 #include <memory>
 
 namespace app {
@@ -23,9 +24,12 @@ struct InspectRequest {
 /// The report of a finished inspection; status Error with `error` set when it could not run.
 using InspectionResult = std::shared_ptr<const engine::inspect::InspectionReport>;
 
-/// Runs the request on the calling thread (the engine thread). Never throws: bad input comes back
-/// as a report with status Error and one clear message.
-InspectionResult runInspectRequest(const InspectRequest &request);
+class EngineJobs;
+
+/// Runs the request on the calling thread (the engine thread) with the engine's jobs. Never throws:
+/// bad input, or an engine that cannot be loaded, comes back as a report with status Error and one
+/// clear message.
+InspectionResult runInspectRequest(const InspectRequest &request, const std::function<EngineJobs &()> &engine);
 
 } // namespace app
 

@@ -1,5 +1,6 @@
 #include "app/bridge/joboutcome.h"
 
+#include "app/bridge/engineworker.h"
 #include "app/bridge/inspectrequest.h"
 
 #include "engine/train/trainer.h"
@@ -60,6 +61,7 @@ void registerMetaTypes()
     qRegisterMetaType<engine::LogLevel>();
     qRegisterMetaType<app::InspectRequest>();
     qRegisterMetaType<app::InspectionResult>();
+    qRegisterMetaType<app::EngineFacts>();
 }
 
 } // namespace app

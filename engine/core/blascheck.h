@@ -10,24 +10,13 @@
 //   BlasInfo blas = blasInfo(cpu);          // blas.coreName "Prescott", blas.suggestedCore "SkylakeX"
 //   MatmulCheck m = checkMatmul(1024);      // m.gflops, m.correct
 
+#include "engine/core/cpufeatures.h"
+
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
 
 namespace engine {
-
-/// What /proc/cpuinfo says about the first CPU.
-struct CpuFeatures {
-    std::string model;  ///< "Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz"
-    double mhz = 0;     ///< the clock now (cpu MHz)
-    bool avx2 = false, fma = false, avx512 = false /* F, BW, VL, DQ */, avx512bf16 = false;
-    std::string vector() const; ///< "AVX-512", "AVX2", "SSE"
-};
-CpuFeatures cpuFeatures();
-
-/// The fp32 FLOP/s `threads` cores can reach: 2 FMA units x vector width x 2 x the clock. An estimate
-/// (turbo and the number of FMA units vary by model), for telling a 5x shortfall from a 10 % one.
-double cpuPeakGflops(const CpuFeatures &cpu, int threads);
 
 /// The BLAS libtorch calls, as far as it tells.
 struct BlasInfo {

@@ -2,6 +2,7 @@
 
 #include "engine/core/error.h"
 #include "engine/inspect/inspector.h"
+#include "engine/inspect/scenariocatalog.h"
 #include "engine/inspect/scenariomodels.h"
 #include "engine/inspect/stepinspector.h"
 
@@ -95,66 +96,32 @@ StepFactory silentMutationStep(bool fixed)
     };
 }
 
-struct Scenario {
-    std::string description;
-    std::function<StepFactory(bool fixed)> make;
-    bool hasFix = true;
-};
-
-const std::map<std::string, Scenario> &scenarios()
+/// How each built-in scenario is built; the names, descriptions and which have a fix are the catalog's.
+std::function<StepFactory(bool fixed)> scenarioMaker(const std::string &name)
 {
-    static const std::map<std::string, Scenario> all = {
-        {"kv-cache-inplace",
-         {"LLaMA attention with a preallocated KV cache written in place (cache_k[:, pos] = xk) during incremental "
-          "decoding with gradients on: backward fails",
-          kvCacheStep}},
-        {"kv-cache-fixed",
-         {"the same decoding with the cache cloned before each write: backward succeeds",
-          [](bool) { return kvCacheStep(true); }, false}},
-        {"nan-log", {"a loss that takes the log of values that can be negative: NaN in the forward pass", nanLogStep}},
-        {"frozen-in-optimizer",
-         {"a frozen embedding left in the optimizer and a trainable bias missing from it", frozenStep}},
-        {"silent-mutation",
-         {"a saved tensor changed through .data (no version bump): gradients silently wrong", silentMutationStep}},
+    static const std::map<std::string, std::function<StepFactory(bool fixed)>> makers = {
+        {"kv-cache-inplace", kvCacheStep},
+        {"kv-cache-fixed", [](bool) { return kvCacheStep(true); }},
+        {"nan-log", nanLogStep},
+        {"frozen-in-optimizer", frozenStep},
+        {"silent-mutation", silentMutationStep},
     };
-    return all;
-}
-
-const Scenario &findScenario(const std::string &name)
-{
-    auto it = scenarios().find(name);
-    if (it == scenarios().end()) {
-        std::string known;
-        for (const auto &[n, s] : scenarios())
-            known += (known.empty() ? "" : ", ") + n;
-        throw invalidInput("unknown scenario '" + name + "' (known: " + known + ")");
-    }
-    return it->second;
+    scenarioInfo(name); // an unknown name: the catalog's error, listing the known ones
+    return makers.at(name);
 }
 
 } // namespace
 
-std::vector<std::string> scenarioNames()
-{
-    std::vector<std::string> names;
-    for (const auto &[name, s] : scenarios())
-        names.push_back(name);
-    return names;
-}
-
-std::string scenarioDescription(const std::string &name) { return findScenario(name).description; }
-
 InspectionReport inspectScenario(const std::string &name, const InspectOptions &options)
 {
-    return inspectStep(findScenario(name).make(false), options);
+    return inspectStep(scenarioMaker(name)(false), options);
 }
 
 InspectionReport verifyFix(const std::string &name, const InspectOptions &options)
 {
-    const Scenario &scenario = findScenario(name);
-    if (!scenario.hasFix)
+    if (!scenarioInfo(name).hasFix)
         throw invalidInput("scenario '" + name + "' has no fix to verify (it is already the fixed version)");
-    return inspectStep(scenario.make(true), options);
+    return inspectStep(scenarioMaker(name)(true), options);
 }
 
 } // namespace engine::inspect

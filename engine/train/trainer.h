@@ -10,6 +10,7 @@
 #include "engine/core/error.h"
 #include "engine/core/jobcontrol.h"
 #include "engine/core/loglevel.h"
+#include "engine/train/datasetpreview.h"
 #include "engine/train/stepmetrics.h"
 #include "engine/train/trainingparams.h"
 
@@ -57,34 +58,9 @@ struct TrainingOutcome {
     std::string nonFiniteStepPath;
 };
 
-/// What a run would train on, for `train --preview` and the Train page.
-struct DatasetPreview {
-    struct Sample {
-        std::string input;   ///< the row's input tokens, decoded
-        std::string learned; ///< the tokens the loss is computed on, decoded
-        int64_t inputTokens = 0;
-        int64_t learnedTokens = 0;
-    };
-    std::string format;      ///< "text", "prompt/completion", ...
-    int64_t examples = 0;
-    int64_t rows = 0;        ///< training rows after any validation split
-    int64_t evalRows = 0;
-    int64_t tokens = 0;
-    int64_t truncated = 0;
-    int64_t skippedBadLines = 0;
-    int64_t nothingToLearn = 0;
-    int64_t labelledTokens = 0; ///< targets in the training rows
-    std::string tokenizer;
-    std::vector<Sample> samples; ///< the first rows
-};
-
 /// Reads and tokenizes the data exactly as runTraining would (nothing is trained or stored) and decodes
 /// the first `count` rows. Throws engine::Error for bad input.
 DatasetPreview previewData(const TrainingParams &params, JobControl &control, TrainingObserver &observer, int count = 3);
-/// The preview as the CLI (`train --preview`) and the Train page show it: the counts, then each row's
-/// input and the part the loss is computed on.
-std::string describePreview(const DatasetPreview &preview, const TrainingParams &params);
-
 
 /// Runs a whole training job. Never throws: bad settings, I/O failures and torch errors come back
 /// as Failed with a typed error; a cancel request ends it as Cancelled at the next step boundary.

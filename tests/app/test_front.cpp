@@ -1,5 +1,6 @@
 // The front executable (`tunebench`, app/front.cpp): it links no libtorch, answers --help,
-// --version, runs, tokenize and plan itself, and hands every other command to tunebench-full.
+// --version, runs, tokenize and plan itself, opens the GUI through tunebench-gui (no libtorch until
+// its window is up) and hands every other command to tunebench-full.
 
 #include "support/cliprocess.h"
 #include "support/tempdir.h"
@@ -14,10 +15,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string neededEntries(const std::string &binary)
+std::string commandOutput(const std::string &command)
 {
     std::string out;
-    FILE *pipe = ::popen(("readelf -d '" + binary + "'").c_str(), "r");
+    FILE *pipe = ::popen(command.c_str(), "r");
     if (!pipe)
         return out;
     char buffer[4096];
@@ -26,6 +27,8 @@ std::string neededEntries(const std::string &binary)
     ::pclose(pipe);
     return out;
 }
+
+std::string neededEntries(const std::string &binary) { return commandOutput("readelf -d '" + binary + "'"); }
 
 /// `text` with every occurrence of `binary` (CLI11's "Usage: BINARY ...") replaced by "tunebench".
 std::string usageless(std::string text, const std::string &binary)
@@ -110,5 +113,44 @@ TEST_F(FrontTest, AMissingFullBinaryIsOneClearError)
     EXPECT_NE(train.err.find("cannot run"), std::string::npos) << train.err;
     EXPECT_NE(train.err.find("tunebench-full"), std::string::npos) << train.err;
 }
+
+#ifdef TUNEBENCH_GUI_BINARY
+TEST_F(FrontTest, TheGuiLinksNoLibtorchAndItsEngineModuleExportsOneSymbol)
+{
+    const std::string guiNeeded = neededEntries(TUNEBENCH_GUI_BINARY);
+    ASSERT_NE(guiNeeded.find("NEEDED"), std::string::npos) << "readelf printed nothing for " << TUNEBENCH_GUI_BINARY;
+    EXPECT_NE(guiNeeded.find("libQt6Widgets"), std::string::npos) << guiNeeded;
+    EXPECT_EQ(guiNeeded.find("libtorch"), std::string::npos) << guiNeeded;
+    EXPECT_EQ(guiNeeded.find("libc10"), std::string::npos) << guiNeeded;
+    EXPECT_NE(neededEntries(TUNEBENCH_ENGINE_MODULE_FILE).find("libtorch"), std::string::npos);
+    // The engine parts linked into the module stay inside it: only its entry point is exported.
+    const std::string exported =
+        commandOutput("nm -D --defined-only -C '" + std::string(TUNEBENCH_ENGINE_MODULE_FILE) + "'");
+    EXPECT_NE(exported.find("tunebench_engine_jobs"), std::string::npos) << exported;
+    EXPECT_EQ(exported.find("engine::"), std::string::npos) << exported;
+}
+
+TEST_F(FrontTest, TheGuiWindowIsUpBeforeLibtorchLoadsAndTheEngineThenLoads)
+{
+    // runProcess clears the display variables; env sets the offscreen platform and the start-up probe
+    // (the window prints a line after its first paint, another when the engine module has loaded, and quits).
+    const auto gui = testing_support::runProcess(
+        "/usr/bin/env", {"QT_QPA_PLATFORM=offscreen", "TUNEBENCH_STARTUP_PROBE=1", TUNEBENCH_CLI}, m_dir.path(), "gui");
+    EXPECT_EQ(gui.exitCode, 0) << gui.err;
+    EXPECT_EQ(gui.out, "window shown (libtorch not loaded)\nengine loaded\n") << gui.err;
+
+    // A missing module: the window still opens, and the failure is one line naming the file.
+    const auto broken = testing_support::runProcess(
+        "/usr/bin/env",
+        {"QT_QPA_PLATFORM=offscreen", "TUNEBENCH_STARTUP_PROBE=1", "TUNEBENCH_ENGINE_MODULE=/nonexistent/libengine.so",
+         TUNEBENCH_CLI},
+        m_dir.path(), "broken");
+    EXPECT_EQ(broken.exitCode, 0) << broken.err;
+    EXPECT_NE(broken.out.find("window shown (libtorch not loaded)\nengine failed: cannot load the engine "
+                              "(/nonexistent/libengine.so)"),
+              std::string::npos)
+        << broken.out;
+}
+#endif
 
 } // namespace

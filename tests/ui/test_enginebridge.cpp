@@ -1,5 +1,5 @@
 // The bridge alone, with fake training functions: threading, the three outcomes, refusals and
-// the coalescing of step metrics.
+// the coalescing of step metrics; and loading the real engine module in the background.
 
 #include "app/bridge/enginebridge.h"
 #include "engine/core/error.h"
@@ -298,6 +298,40 @@ TEST(EngineBridge, DestructorStopsARunningJob)
         bridge.pause(true);
     }
     EXPECT_TRUE(probe.returned) << "the bridge was destroyed with its job still running";
+}
+
+TEST(EngineBridge, LoadsTheEngineModuleInTheBackgroundAndTellsItsFacts)
+{
+    app::EngineBridge bridge;
+    QSignalSpy loaded(&bridge, &app::EngineBridge::engineLoaded);
+    EXPECT_FALSE(bridge.engineReady());
+    bridge.loadEngine();
+    ASSERT_TRUE(loaded.wait(60000)) << "the engine module did not load within a minute";
+    ASSERT_EQ(loaded.count(), 1);
+    EXPECT_TRUE(loaded.front().front().toBool()) << bridge.engineError().toStdString();
+    EXPECT_TRUE(bridge.engineReady());
+    EXPECT_TRUE(bridge.engineError().isEmpty());
+    // The facts come from the module's libtorch: its version line and thread count, as `tunebench doctor` prints.
+    EXPECT_NE(bridge.engineFacts().system.find("libtorch"), std::string::npos) << bridge.engineFacts().system;
+    EXPECT_NE(bridge.engineFacts().system.find("threads"), std::string::npos) << bridge.engineFacts().system;
+}
+
+TEST(EngineBridge, AFileThatIsNotTheEngineModuleIsOneClearError)
+{
+    try {
+        app::loadEngineModule("/nonexistent/libtunebench_engine.so");
+        ADD_FAILURE() << "a missing file loaded";
+    } catch (const engine::Error &e) {
+        EXPECT_EQ(e.kind(), engine::ErrorKind::Internal);
+        EXPECT_NE(std::string(e.what()).find("cannot load the engine (/nonexistent/libtunebench_engine.so)"), std::string::npos)
+            << e.what();
+    }
+    try {
+        app::loadEngineModule("libm.so.6"); // a shared object, but not ours
+        ADD_FAILURE() << "libm passed for the engine module";
+    } catch (const engine::Error &e) {
+        EXPECT_NE(std::string(e.what()).find("libm.so.6 is not tunebench's engine module"), std::string::npos) << e.what();
+    }
 }
 
 } // namespace

@@ -1,0 +1,55 @@
+// Finds and loads libtunebench_engine.so (enginejobs.h).
+
+#include "app/bridge/enginejobs.h"
+
+#include "engine/core/error.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <system_error>
+
+namespace app {
+
+std::filesystem::path engineModulePath()
+{
+    if (const char *value = std::getenv("TUNEBENCH_ENGINE_MODULE"); value && *value)
+        return value;
+    std::error_code ec;
+    if (std::filesystem::exists(TUNEBENCH_ENGINE_MODULE_BUILD, ec))
+        return TUNEBENCH_ENGINE_MODULE_BUILD;
+    return TUNEBENCH_ENGINE_MODULE_INSTALL;
+}
+
+EngineJobs &loadEngineModule(const std::filesystem::path &path)
+{
+    // RTLD_LOCAL: the module's libtorch and BLAS symbols stay out of the program's global scope.
+    void *module = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!module) {
+        const char *reason = ::dlerror();
+        throw engine::Error(engine::ErrorKind::Internal,
+                            "cannot load the engine (" + path.string() + "): " + (reason ? reason : "unknown reason")
+                                + "; reinstall tunebench, or set TUNEBENCH_ENGINE_MODULE to the file");
+    }
+    using Entry = EngineJobs *(*)();
+    const auto entry = reinterpret_cast<Entry>(::dlsym(module, "tunebench_engine_jobs"));
+    if (!entry) {
+        ::dlclose(module);
+        throw engine::Error(engine::ErrorKind::Internal,
+                            path.string() + " is not tunebench's engine module (it has no tunebench_engine_jobs)");
+    }
+    return *entry(); // the module stays loaded until the process ends
+}
+
+EngineJobs &engineJobs()
+{
+    static std::mutex mutex;
+    static EngineJobs *jobs = nullptr;
+    const std::lock_guard lock(mutex);
+    if (!jobs)
+        jobs = &loadEngineModule(engineModulePath());
+    return *jobs;
+}
+
+} // namespace app
