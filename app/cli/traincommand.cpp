@@ -64,7 +64,8 @@ public:
                               "Training data: a UTF-8 text corpus, or JSONL with text / prompt+completion / messages / "
                               "input_ids (default: the bundled demo corpus)");
         m_command->add_option("--tokenizer", p.tokenizerPath,
-                              "SentencePiece tokenizer.model (default: the model folder's, else one trained on the corpus)");
+                              "tokenizer.json, tokenizer.model or a folder with one (default: the model folder's, tokenizer.json first; "
+                              "else a SentencePiece tokenizer trained on the corpus)");
         m_command->add_option("--steps", p.steps, "Optimizer steps")->capture_default_str();
         m_command->add_option("--lr", p.learningRate, "Peak learning rate")->capture_default_str();
         m_command->add_option("--warmup", p.warmupSteps, "Linear warmup steps (default: 10 % of the steps)");

@@ -177,7 +177,7 @@ InspectionReport inspectModelFolder(const std::filesystem::path &modelFolder, co
     const model::LlamaConfig config = model::LlamaConfig::fromFile(base);
     // The tokenizer of a text file: the folder's own (training saves one beside an adapter), else the base's.
     const std::filesystem::path tokenizerFolder =
-        std::filesystem::exists(modelFolder / "tokenizer.model") || !adapter ? modelFolder : base;
+        tokenize::holdsTokenizer(modelFolder) || !adapter ? modelFolder : base;
     const StepBatch batch = readStepBatch(dataFile, tokenizerFolder, config, options);
     const bool weights = model::holdsWeights(base);
     const StepFactory make = [=] {

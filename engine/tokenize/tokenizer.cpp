@@ -6,7 +6,7 @@
 
 namespace engine::tokenize {
 
-std::unique_ptr<Tokenizer> loadTokenizer(const std::filesystem::path &pathOrFolder)
+std::filesystem::path tokenizerFile(const std::filesystem::path &pathOrFolder)
 {
     namespace fs = std::filesystem;
     std::error_code ec;
@@ -15,18 +15,44 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::filesystem::path &pathOrFold
     if (!fs::exists(pathOrFolder, ec))
         throw ioError("tokenizer path " + pathOrFolder.string() + " does not exist");
     if (fs::is_directory(pathOrFolder, ec)) {
-        if (fs::is_regular_file(pathOrFolder / "tokenizer.json", ec))
-            return HfTokenizer::load(pathOrFolder / "tokenizer.json");
-        if (fs::is_regular_file(pathOrFolder / "tokenizer.model", ec))
-            return SentencePieceAdapter::load(pathOrFolder / "tokenizer.model");
+        for (const char *name : {"tokenizer.json", "tokenizer.model"}) {
+            if (fs::is_regular_file(pathOrFolder / name, ec))
+                return pathOrFolder / name;
+        }
         throw ioError("the folder " + pathOrFolder.string() + " has neither tokenizer.json nor tokenizer.model");
     }
     if (pathOrFolder.filename() == "tokenizer_config.json")
         throw invalidInput(pathOrFolder.string() +
                            " holds tokenizer settings, not a vocabulary: give tokenizer.json, tokenizer.model or the folder");
-    if (pathOrFolder.extension() == ".json")
-        return HfTokenizer::load(pathOrFolder);
-    return SentencePieceAdapter::load(pathOrFolder);
+    return pathOrFolder;
+}
+
+bool holdsTokenizer(const std::filesystem::path &folder)
+{
+    std::error_code ec;
+    return std::filesystem::is_regular_file(folder / "tokenizer.json", ec)
+        || std::filesystem::is_regular_file(folder / "tokenizer.model", ec);
+}
+
+std::vector<std::filesystem::path> tokenizerFiles(const std::filesystem::path &pathOrFolder)
+{
+    const std::filesystem::path file = tokenizerFile(pathOrFolder);
+    std::vector<std::filesystem::path> files{file};
+    std::error_code ec;
+    for (const char *name : {"tokenizer_config.json", "special_tokens_map.json"}) {
+        const std::filesystem::path beside = file.parent_path() / name;
+        if (std::filesystem::is_regular_file(beside, ec))
+            files.push_back(beside);
+    }
+    return files;
+}
+
+std::unique_ptr<Tokenizer> loadTokenizer(const std::filesystem::path &pathOrFolder)
+{
+    const std::filesystem::path file = tokenizerFile(pathOrFolder);
+    if (file.extension() == ".json")
+        return HfTokenizer::load(file);
+    return SentencePieceAdapter::load(file);
 }
 
 } // namespace engine::tokenize

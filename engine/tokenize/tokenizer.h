@@ -51,4 +51,16 @@ public:
 /// read, Error(InvalidInput) naming the file and the field when a file is malformed or unsupported.
 std::unique_ptr<Tokenizer> loadTokenizer(const std::filesystem::path &pathOrFolder);
 
+/// The file loadTokenizer reads for `pathOrFolder` (a folder's tokenizer.json, else its tokenizer.model).
+/// Throws as loadTokenizer does when there is none.
+std::filesystem::path tokenizerFile(const std::filesystem::path &pathOrFolder);
+
+/// True when `folder` holds tokenizer.json or tokenizer.model.
+bool holdsTokenizer(const std::filesystem::path &folder);
+
+/// What a saved model or adapter carries of the tokenizer loadTokenizer reads for `pathOrFolder`:
+/// its file, then the tokenizer_config.json and special_tokens_map.json beside it when they exist
+/// (bos/eos settings, the chat template).
+std::vector<std::filesystem::path> tokenizerFiles(const std::filesystem::path &pathOrFolder);
+
 } // namespace engine::tokenize

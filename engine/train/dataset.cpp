@@ -3,7 +3,7 @@
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
 #include "engine/tokenize/chattemplate.h"
-#include "engine/tokenize/sentencepiecetokenizer.h"
+#include "engine/tokenize/tokenizer.h"
 #include "engine/train/textcorpus.h"
 
 #include <nlohmann/json.hpp>
@@ -87,7 +87,7 @@ std::vector<Record> readJsonl(const fs::path &path, BadLinePolicy policy, int64_
     return records;
 }
 
-std::vector<int64_t> encode(const tokenize::SentencePieceTokenizer &tokenizer, const std::string &text)
+std::vector<int64_t> encode(const tokenize::Tokenizer &tokenizer, const std::string &text)
 {
     std::vector<int64_t> ids;
     for (int id : tokenizer.encode(text))
@@ -100,7 +100,7 @@ std::vector<int64_t> encode(const tokenize::SentencePieceTokenizer &tokenizer, c
 /// unlearned text falls where the chunk's tokens stop agreeing with those of the text before the boundary,
 /// so that no artificial word start is inserted at the boundary.
 void appendText(Example &example, const std::string &text, const std::vector<std::pair<size_t, size_t>> &targets,
-                const tokenize::SentencePieceTokenizer &tokenizer)
+                const tokenize::Tokenizer &tokenizer)
 {
     auto learnedAt = [&](size_t pos) {
         for (const auto &[begin, end] : targets) {
@@ -287,13 +287,13 @@ ChatTemplateSource readChatTemplate(const fs::path &modelFolder)
     return source;
 }
 
-std::optional<TokenRows> loadDataset(const fs::path &path, const tokenize::SentencePieceTokenizer *tokenizer,
+std::optional<TokenRows> loadDataset(const fs::path &path, const tokenize::Tokenizer *tokenizer,
                                      int64_t vocabSize, const DatasetOptions &options, const JobControl &control)
 {
     return loadDataset(DatasetFile(path, options.badLines), tokenizer, vocabSize, options, control);
 }
 
-std::optional<TokenRows> loadDataset(const DatasetFile &file, const tokenize::SentencePieceTokenizer *tokenizer,
+std::optional<TokenRows> loadDataset(const DatasetFile &file, const tokenize::Tokenizer *tokenizer,
                                      int64_t vocabSize, const DatasetOptions &options, const JobControl &control)
 {
     TokenRows rows;

@@ -22,7 +22,7 @@
 #include <vector>
 
 namespace engine::tokenize {
-class SentencePieceTokenizer;
+class Tokenizer;
 }
 
 namespace engine::train {
@@ -75,7 +75,7 @@ public:
     std::string trainingText() const;
 
 private:
-    friend std::optional<TokenRows> loadDataset(const DatasetFile &, const tokenize::SentencePieceTokenizer *, int64_t,
+    friend std::optional<TokenRows> loadDataset(const DatasetFile &, const tokenize::Tokenizer *, int64_t,
                                                 const DatasetOptions &, const JobControl &);
     struct Content; // dataset.cpp
     std::unique_ptr<Content> m_content;
@@ -88,11 +88,11 @@ std::string datasetText(const std::filesystem::path &path);
 /// no known format, mixed formats, chat data without a template, ids outside the vocabulary, and data
 /// that gives no row with anything to learn. Returns std::nullopt when cancelled. (options.badLines
 /// applied when the file was read.)
-std::optional<TokenRows> loadDataset(const DatasetFile &file, const tokenize::SentencePieceTokenizer *tokenizer,
+std::optional<TokenRows> loadDataset(const DatasetFile &file, const tokenize::Tokenizer *tokenizer,
                                      int64_t vocabSize, const DatasetOptions &options, const JobControl &control);
 
 /// Reads `path` (DatasetFile with options.badLines) and tokenizes it as above.
-std::optional<TokenRows> loadDataset(const std::filesystem::path &path, const tokenize::SentencePieceTokenizer *tokenizer,
+std::optional<TokenRows> loadDataset(const std::filesystem::path &path, const tokenize::Tokenizer *tokenizer,
                                      int64_t vocabSize, const DatasetOptions &options, const JobControl &control);
 
 /// The chat template (and bos/eos token strings) of a model folder's tokenizer_config.json; empty when

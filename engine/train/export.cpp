@@ -3,7 +3,9 @@
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
 #include "engine/model/pretrained.h"
+#include "engine/tokenize/tokenizer.h"
 #include "engine/train/checkpoint.h"
+#include "engine/train/tokenizersource.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +22,13 @@ void copyInto(const fs::path &from, const fs::path &to, const std::string &name)
 {
     if (fs::exists(from / name))
         writeFileAtomically(to / name, readFile(from / name));
+}
+
+/// The tokenizer files of `from` (tokenizerFiles), when it holds a tokenizer (a run on pre-tokenized data has none).
+void copyTokenizer(const fs::path &from, const fs::path &to)
+{
+    if (tokenize::holdsTokenizer(from))
+        saveTokenizerFiles(tokenize::tokenizerFiles(from), to);
 }
 
 } // namespace
@@ -45,7 +54,7 @@ ExportResult exportRun(const fs::path &runFolder, ExportKind kind, const fs::pat
     result.source = source;
     const bool lora = isAdapter(source);
     // The tokenizer the run trained with sits beside the final save; a checkpoint's run folder has none.
-    const fs::path tokenizerFrom = fs::exists(source / "tokenizer.model") ? source : runFolder / (lora ? "adapter" : "model");
+    const fs::path tokenizerFrom = tokenize::holdsTokenizer(source) ? source : runFolder / (lora ? "adapter" : "model");
 
     StagedFolder staged(target);
     if (kind == ExportKind::Peft) {
@@ -55,7 +64,7 @@ ExportResult exportRun(const fs::path &runFolder, ExportKind kind, const fs::pat
         }
         copyInto(source, staged.path(), "adapter_config.json");
         copyInto(source, staged.path(), "adapter_model.safetensors");
-        copyInto(tokenizerFrom, staged.path(), "tokenizer.model");
+        copyTokenizer(tokenizerFrom, staged.path());
     } else if (lora) {
         const auto config = nlohmann::json::parse(readFile(source / "adapter_config.json"), nullptr, false);
         const std::string base = config.is_object() ? config.value("base_model_name_or_path", std::string()) : std::string();
@@ -66,14 +75,11 @@ ExportResult exportRun(const fs::path &runFolder, ExportKind kind, const fs::pat
         model::LlamaForCausalLM model = model::loadPretrained(base);
         model::applyPeftLoraAdapter(model, source);
         model::savePretrained(model, staged.path());
-        if (fs::exists(tokenizerFrom / "tokenizer.model"))
-            copyInto(tokenizerFrom, staged.path(), "tokenizer.model");
-        else
-            copyInto(base, staged.path(), "tokenizer.model");
+        copyTokenizer(tokenize::holdsTokenizer(tokenizerFrom) ? tokenizerFrom : fs::path(base), staged.path());
     } else {
         model::LlamaForCausalLM model = model::loadPretrained(source);
         model::savePretrained(model, staged.path());
-        copyInto(tokenizerFrom, staged.path(), "tokenizer.model");
+        copyTokenizer(tokenizerFrom, staged.path());
     }
     staged.commit();
     return result;

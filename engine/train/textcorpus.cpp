@@ -2,7 +2,7 @@
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
-#include "engine/tokenize/sentencepiecetokenizer.h"
+#include "engine/tokenize/tokenizer.h"
 
 #include <algorithm>
 #include <cctype>
@@ -23,7 +23,7 @@ std::string readCorpusText(const std::filesystem::path &path)
     return text;
 }
 
-std::vector<int32_t> tokenizeCorpus(const std::string &text, const tokenize::SentencePieceTokenizer &tokenizer,
+std::vector<int32_t> tokenizeCorpus(const std::string &text, const tokenize::Tokenizer &tokenizer,
                                     int eosId, const JobControl &control)
 {
     std::vector<int32_t> ids;

@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace engine::tokenize {
-class SentencePieceTokenizer;
+class Tokenizer;
 }
 
 namespace engine::train {
@@ -20,7 +20,7 @@ std::string readCorpusText(const std::filesystem::path &path);
 
 /// Tokenizes paragraph by paragraph (split at blank lines), appending eosId after each paragraph
 /// when eosId >= 0. Returns an empty vector if cancel was requested meanwhile.
-std::vector<int32_t> tokenizeCorpus(const std::string &text, const tokenize::SentencePieceTokenizer &tokenizer,
+std::vector<int32_t> tokenizeCorpus(const std::string &text, const tokenize::Tokenizer &tokenizer,
                                     int eosId, const JobControl &control);
 
 /// 64-bit FNV-1a of the bytes, for cache keys.

@@ -8,6 +8,7 @@
 #include "engine/train/trainingparams.h"
 #include "engine/train/dataset.h"
 #include "engine/core/atomicfile.h"
+#include "engine/tokenize/sentencepiecetokenizer.h"
 
 #include <cstdio>
 
@@ -31,10 +32,10 @@ TokenizerChoice resolveTokenizer(const TrainingParams &params, const model::Llam
     std::filesystem::path path;
     std::error_code ec;
     if (!params.tokenizerPath.empty()) {
-        path = params.tokenizerPath;
+        path = tokenize::tokenizerFile(params.tokenizerPath);
     } else if (!params.modelPath.empty() && std::filesystem::is_directory(params.modelPath, ec)
-               && std::filesystem::exists(std::filesystem::path(params.modelPath) / "tokenizer.model", ec)) {
-        path = std::filesystem::path(params.modelPath) / "tokenizer.model";
+               && tokenize::holdsTokenizer(params.modelPath)) {
+        path = tokenize::tokenizerFile(params.modelPath);
     }
 
     if (path.empty()) {
@@ -60,12 +61,23 @@ TokenizerChoice resolveTokenizer(const TrainingParams &params, const model::Llam
         observer.onLog(LogLevel::Info, "tokenizer " + path.string());
     }
 
-    TokenizerChoice choice{tokenize::SentencePieceTokenizer::load(path), path};
-    if (choice.tokenizer.vocabSize() > config.vocabSize) {
-        throw invalidInput("tokenizer " + path.string() + " has " + std::to_string(choice.tokenizer.vocabSize())
-                           + " pieces but the model's vocab_size is " + std::to_string(config.vocabSize));
+    TokenizerChoice choice{tokenize::loadTokenizer(path), path, tokenize::tokenizerFiles(path)};
+    if (choice.tokenizer->vocabSize() > config.vocabSize) {
+        throw invalidInput("tokenizer " + path.string() + " has " + std::to_string(choice.tokenizer->vocabSize())
+                           + " tokens but the model's vocab_size is " + std::to_string(config.vocabSize));
     }
     return choice;
+}
+
+void saveTokenizerFiles(const std::vector<std::filesystem::path> &files, const std::filesystem::path &folder)
+{
+    for (size_t i = 0; i < files.size(); ++i) {
+        // The vocabulary under the name loadTokenizer looks for (a trained one is cached as <hash>.model).
+        const std::filesystem::path name = i > 0 ? files[i].filename()
+            : files[i].extension() == ".json"   ? std::filesystem::path("tokenizer.json")
+                                                : std::filesystem::path("tokenizer.model");
+        writeFileAtomically(folder / name, readFile(files[i]));
+    }
 }
 
 } // namespace engine::train

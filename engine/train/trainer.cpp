@@ -25,7 +25,7 @@
 #include "engine/model/pretrained.h"
 #include "engine/report/lossplot.h"
 #include "engine/store/runstore.h"
-#include "engine/tokenize/sentencepiecetokenizer.h"
+#include "engine/tokenize/tokenizer.h"
 #include "engine/model/lora.h"
 #include "engine/plan/planner.h"
 #include "engine/core/byteunits.h"
@@ -102,6 +102,7 @@ struct PreparedJob {
     TokenRows stats;             ///< the training data's counts (ids moved into the tensors)
     int64_t corpusTokens = 0;
     std::string tokenizerPath;
+    std::vector<fs::path> tokenizerFiles; ///< what saved models and adapters carry of the tokenizer
     std::filesystem::path weightsFolder; ///< set when the model folder holds weights to start from
     torch::Device device{torch::kCPU};   ///< checked before the run exists
     /// The device map the model loads with: the params' or the planned one (--device-map auto); empty = all on `device`.
@@ -230,9 +231,10 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
     // Pre-tokenized JSONL needs no tokenizer; everything else has one (the model's, or trained on the text).
     std::optional<TokenizerChoice> tokenizer;
     if (!text.empty() || !params.tokenizerPath.empty()
-        || (!params.modelPath.empty() && fs::exists(fs::path(params.modelPath) / "tokenizer.model"))) {
+        || (!params.modelPath.empty() && tokenize::holdsTokenizer(params.modelPath))) {
         tokenizer.emplace(resolveTokenizer(params, job.config, job.corpusPath, text, observer));
         job.tokenizerPath = tokenizer->path.string();
+        job.tokenizerFiles = tokenizer->files;
     }
     if (control.cancelRequested())
         return std::nullopt;
@@ -244,7 +246,7 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
         const ChatTemplateSource chat = readChatTemplate(params.modelPath);
         options.chatTemplate = chat.source;
     }
-    const tokenize::SentencePieceTokenizer *tok = tokenizer ? &tokenizer->tokenizer : nullptr;
+    const tokenize::Tokenizer *tok = tokenizer ? tokenizer->tokenizer.get() : nullptr;
     auto toTensors = [&](TokenRows &rows, torch::Tensor &sequences, torch::Tensor &labels) {
         sequences = torch::tensor(rows.ids, torch::kInt64).view({rows.rows, rows.width});
         labels = torch::tensor(rows.labels, torch::kInt64).view({rows.rows, rows.width - 1});
@@ -511,7 +513,7 @@ void logSample(model::LlamaForCausalLM &model, const TrainingParams &params, con
 {
     if (params.samplePrompt.empty() || !job.tokenizer)
         return;
-    const tokenize::SentencePieceTokenizer &tokenizer = job.tokenizer->tokenizer;
+    const tokenize::Tokenizer &tokenizer = *job.tokenizer->tokenizer;
     std::vector<int64_t> prompt;
     if (tokenizer.bosId() >= 0)
         prompt.push_back(tokenizer.bosId());
@@ -536,7 +538,7 @@ void logSample(model::LlamaForCausalLM &model, const TrainingParams &params, con
             all.push_back(static_cast<int>(id));
     }
     all.insert(all.end(), ids.begin(), ids.end());
-    std::string sample = tokenizer.decode(all);
+    std::string sample = tokenizer.decode(all, /*skipSpecialTokens=*/true);
     for (size_t at = sample.find('\n'); at != std::string::npos; at = sample.find('\n', at + 3))
         sample.replace(at, 1, " / ");
     const std::string text = "sample " + when + ": \"" + sample + "\"";
@@ -603,8 +605,7 @@ std::string saveNonFiniteStep(const std::filesystem::path &outputDir, int64_t st
             model::savePeftAdapter(model, params.lora, std::filesystem::absolute(job.weightsFolder).string(), staged.path());
         else
             model::savePretrained(model, staged.path());
-        if (!job.tokenizerPath.empty())
-            writeFileAtomically(staged.path() / "tokenizer.model", readFile(job.tokenizerPath));
+        saveTokenizerFiles(job.tokenizerFiles, staged.path());
         std::vector<torch::Tensor> ids, labels;
         for (const auto &[rows, rowLabels] : micro) {
             ids.push_back(rows.narrow(1, 0, params.sequenceLength).to(torch::kInt64).contiguous());
@@ -1014,8 +1015,7 @@ void saveTrained(const TrainingParams &params, TrainingOutcome &outcome, model::
         } else {
             model::savePretrained(model, staged.path());
         }
-        if (!job.tokenizerPath.empty())
-            writeFileAtomically(staged.path() / "tokenizer.model", readFile(job.tokenizerPath));
+        saveTokenizerFiles(job.tokenizerFiles, staged.path());
         staged.commit(/*replace=*/true); // a resumed run replaces what its earlier part saved, once the new one is whole
         store.addArtifact(outcome.runId, lora ? "adapter" : "model", dir.string());
         (lora ? outcome.adapterPath : outcome.modelPath) = dir.string();
@@ -1115,8 +1115,8 @@ DatasetPreview previewData(const TrainingParams &params, JobControl &control, Tr
         sample.inputTokens = static_cast<int64_t>(inputs.size());
         sample.learnedTokens = static_cast<int64_t>(learned.size());
         if (job->tokenizer) {
-            sample.input = job->tokenizer->tokenizer.decode(inputs);
-            sample.learned = job->tokenizer->tokenizer.decode(learned);
+            sample.input = job->tokenizer->tokenizer->decode(inputs, /*skipSpecialTokens=*/true);
+            sample.learned = job->tokenizer->tokenizer->decode(learned, /*skipSpecialTokens=*/true);
         }
         preview.samples.push_back(std::move(sample));
     }

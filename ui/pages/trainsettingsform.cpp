@@ -341,8 +341,8 @@ QWidget *TrainSettingsForm::createBasicsTab()
     addRow(form, tr("&Data:"), m_corpusEdit, corpusRow);
 
     m_tokenizerEdit = pathEdit("tokenizerEdit", tr("The model's, else trained on the data"),
-                               tr("A SentencePiece tokenizer.model; leave empty for the model folder's, or one trained "
-                                  "on the data"));
+                               tr("A tokenizer.json or SentencePiece tokenizer.model; leave empty for the model folder's "
+                                  "(tokenizer.json first), or one trained on the data"));
     auto *tokenizerRow = new QHBoxLayout;
     tokenizerRow->addWidget(m_tokenizerEdit, 1);
     tokenizerRow->addWidget(browseButton("tokenizerBrowseButton", m_tokenizerEdit, false, tr("Choose a Tokenizer")));

@@ -5,7 +5,9 @@
 #include "engine/core/error.h"
 #include "engine/core/jobcontrol.h"
 #include "engine/tokenize/sentencepiecetokenizer.h"
+#include "engine/tokenize/tokenizer.h"
 #include "engine/train/dataset.h"
+#include "support/bytelevelfolder.h"
 #include "support/expecterror.h"
 #include "support/tempdir.h"
 
@@ -14,6 +16,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 
 namespace fs = std::filesystem;
 using engine::ErrorKind;
@@ -34,8 +37,7 @@ protected:
         options.vocabSize = 300;
         options.threads = 1;
         engine::tokenize::SentencePieceTokenizer::train(s_dir->path() / "corpus.txt", s_dir->path() / "sp.model", options);
-        s_tokenizer = new engine::tokenize::SentencePieceTokenizer(
-            engine::tokenize::SentencePieceTokenizer::load(s_dir->path() / "sp.model"));
+        s_tokenizer = engine::tokenize::loadTokenizer(s_dir->path() / "sp.model").release();
     }
     static void TearDownTestSuite()
     {
@@ -69,11 +71,11 @@ protected:
     }
 
     static testing_support::TempDir *s_dir;
-    static engine::tokenize::SentencePieceTokenizer *s_tokenizer;
+    static engine::tokenize::Tokenizer *s_tokenizer;
 };
 
 testing_support::TempDir *DatasetTest::s_dir = nullptr;
-engine::tokenize::SentencePieceTokenizer *DatasetTest::s_tokenizer = nullptr;
+engine::tokenize::Tokenizer *DatasetTest::s_tokenizer = nullptr;
 
 } // namespace
 
@@ -112,7 +114,7 @@ TEST_F(DatasetTest, PromptCompletionLearnsTheCompletionAndItsEosOnly)
     ASSERT_GE(got.size(), 2u);
     EXPECT_EQ(got.back(), s_tokenizer->eosId());
     got.pop_back();
-    EXPECT_EQ(s_tokenizer->decode(got), "the captain");
+    EXPECT_EQ(s_tokenizer->decode(got, /*skipSpecialTokens=*/true), "the captain");
     EXPECT_TRUE(std::equal(got.begin(), got.end(), whole.end() - static_cast<std::ptrdiff_t>(got.size())))
         << "the completion's tokens are those of the whole text, not of the completion alone";
     // The row starts with bos and the whole example, and is padded after the eos without targets.
@@ -154,8 +156,50 @@ TEST_F(DatasetTest, ChatMessagesLearnTheAssistantTurnsThroughTheTemplate)
     ASSERT_GE(got.size(), 2u);
     EXPECT_EQ(got.back(), s_tokenizer->eosId());
     got.pop_back();
-    EXPECT_EQ(s_tokenizer->decode(got), "The captain. ") << "the text and the space the template writes before eos";
+    EXPECT_EQ(s_tokenizer->decode(got, /*skipSpecialTokens=*/true), "The captain. ") << "the text and the space the template writes before eos";
     EXPECT_EQ(rows.ids[0], s_tokenizer->encode("user: Who is Ahab? ")[0]) << "no bos: the template writes none";
+}
+
+TEST_F(DatasetTest, ChatMarkersOfATokenizerJsonBecomeTheirSpecialTokenIds)
+{
+    // A ChatML model whose tokenizer is a tokenizer.json alone (as Qwen2 and Llama 3 ship): the template
+    // writes <|im_start|> and <|im_end|> as text, and each must become its one added-token id, never the
+    // bytes of its spelling; the assistant's turn is learned up to and including its <|im_end|>.
+    const fs::path folder = s_dir->path() / "chatml-model";
+    std::ifstream templateFile(fs::path(TUNEBENCH_TEST_DATA) / "chattemplate" / "chatml.jinja");
+    const std::string chatml((std::istreambuf_iterator<char>(templateFile)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(chatml.empty());
+    testing_support::writeByteLevelTokenizer(folder, {"<|im_start|>", "<|im_end|>"}, "<|im_end|>", chatml);
+    const auto tokenizer = engine::tokenize::loadTokenizer(folder);
+    ASSERT_EQ(tokenizer->tokenToId("<|im_start|>"), 256);
+    ASSERT_EQ(tokenizer->tokenToId("<|im_end|>"), 257);
+
+    const fs::path path = write("chatml.jsonl", nlohmann::json({{"messages", {{{"role", "user"}, {"content", "Who is Ahab?"}},
+                                                                             {{"role", "assistant"}, {"content", "The captain."}}}}})
+                                                        .dump()
+                                                    + "\n");
+    engine::train::DatasetOptions options;
+    options.sequenceLength = 256;
+    options.chatTemplate = engine::train::readChatTemplate(folder).source;
+    ASSERT_EQ(options.chatTemplate, chatml);
+    engine::JobControl control;
+    const TokenRows rows = *loadDataset(path, tokenizer.get(), 258, options, control);
+    ASSERT_EQ(rows.rows, 1);
+    const std::vector<int64_t> ids(rows.ids.begin(), rows.ids.begin() + rows.width);
+    EXPECT_EQ(ids.front(), 256) << "the default system turn opens with <|im_start|>";
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), 256), 3) << "system, user and assistant turns";
+    // Three turns, each closed by <|im_end|> and a newline; after the last newline only padding follows.
+    const auto lastNewline = std::find(ids.rbegin(), ids.rend(), int64_t('\n')).base();
+    EXPECT_EQ(std::count(ids.begin(), lastNewline, 257), 3);
+    EXPECT_TRUE(std::all_of(lastNewline, ids.end(), [](int64_t id) { return id == 257; })) << "eos padding";
+    // No byte of a marker's spelling: '<' and '|' appear nowhere in the conversation's own text.
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), int64_t('<')), 0);
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), int64_t('|')), 0);
+
+    std::vector<int> got = learned(rows, 0);
+    ASSERT_GE(got.size(), 2u);
+    EXPECT_EQ(std::count(got.begin(), got.end(), 256), 0) << "the assistant header is the template's, not learned";
+    EXPECT_EQ(tokenizer->decode(got), "The captain.<|im_end|>\n") << "the reply, its end-of-turn and the template's newline";
 }
 
 TEST_F(DatasetTest, PreTokenizedIdsKeepTheirLabels)

@@ -2,8 +2,11 @@
 #include "engine/inspect/inspector.h"
 #include "engine/model/pretrained.h"
 #include "engine/store/runstore.h"
+#include "engine/tokenize/tokenizer.h"
+#include "engine/train/export.h"
 #include "engine/train/runfolder.h"
 #include "engine/train/trainer.h"
+#include "support/bytelevelfolder.h"
 #include "support/tempdir.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +20,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <thread>
 
 namespace fs = std::filesystem;
@@ -737,6 +741,58 @@ TEST_F(TrainerTest, TokenizerIsTrainedOnceThenCached)
         return false;
     };
     EXPECT_TRUE(mentions(second.logs, "cached tokenizer"));
+}
+
+TEST_F(TrainerTest, AModelWithATokenizerJsonTrainsWithItAndEverySaveCarriesIt)
+{
+    // A ChatML model folder with tokenizer.json + tokenizer_config.json and no tokenizer.model (as Qwen2
+    // and Llama 3 ship): the run must tokenize with it (a SentencePiece tokenizer trained on the data
+    // would give ids the model never learned), and the saved model and its export carry it.
+    const fs::path folder = s_dir->path() / "chatml-tiny";
+    testing_support::writeTinyConfig(folder);
+    std::ifstream templateFile(fs::path(TUNEBENCH_TEST_DATA) / "chattemplate" / "chatml.jinja");
+    const std::string chatml((std::istreambuf_iterator<char>(templateFile)), std::istreambuf_iterator<char>());
+    testing_support::writeByteLevelTokenizer(folder, {"<|im_start|>", "<|im_end|>"}, "<|im_end|>", chatml);
+    const fs::path data = s_dir->path() / "chatml.jsonl";
+    {
+        std::ofstream out(data);
+        for (int i = 0; i < 24; ++i) {
+            out << nlohmann::json({{"messages", {{{"role", "user"}, {"content", "Who is Ahab? " + std::to_string(i)}},
+                                                 {{"role", "assistant"}, {"content", "The captain."}}}}})
+                       .dump()
+                << "\n";
+        }
+    }
+    TrainingParams params = tinyParams("chatml.sqlite3");
+    params.modelPath = folder.string();
+    params.dataPath = data.string();
+    params.steps = 2;
+    params.warmupSteps = 0;
+    params.sequenceLength = 96;
+
+    engine::JobControl control;
+    RecordingObserver silent;
+    const engine::train::DatasetPreview preview = engine::train::previewData(params, control, silent, 1);
+    EXPECT_EQ(preview.tokenizer, (folder / "tokenizer.json").string());
+    EXPECT_EQ(preview.format, "chat messages");
+    ASSERT_EQ(preview.samples.size(), 1u);
+    EXPECT_EQ(preview.samples[0].learned, "The captain.\n") << "the special tokens dropped from the text shown";
+
+    RecordingObserver observer;
+    const auto outcome = engine::train::runTraining(params, control, observer);
+    ASSERT_EQ(outcome.status, JobStatus::Succeeded) << (outcome.error ? outcome.error->message : "");
+    for (const std::string &line : observer.logs)
+        EXPECT_EQ(line.find("training a SentencePiece tokenizer"), std::string::npos) << line;
+    ASSERT_FALSE(outcome.modelPath.empty());
+    for (const char *file : {"tokenizer.json", "tokenizer_config.json"})
+        EXPECT_EQ(slurp(fs::path(outcome.modelPath) / file), slurp(folder / file)) << file;
+    EXPECT_FALSE(fs::exists(fs::path(outcome.modelPath) / "tokenizer.model"));
+
+    const fs::path merged = s_dir->path() / "chatml-merged";
+    engine::train::exportRun(params.outputDir, engine::train::ExportKind::Merged, merged);
+    EXPECT_EQ(slurp(merged / "tokenizer.json"), slurp(folder / "tokenizer.json"));
+    EXPECT_EQ(slurp(merged / "tokenizer_config.json"), slurp(folder / "tokenizer_config.json"));
+    EXPECT_EQ(engine::tokenize::loadTokenizer(merged)->tokenToId("<|im_end|>"), 257);
 }
 
 struct BadInputCase {
