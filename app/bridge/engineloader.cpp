@@ -3,23 +3,17 @@
 #include "app/bridge/enginejobs.h"
 
 #include "engine/core/error.h"
+#include "engine/core/paths.h"
 
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <mutex>
-#include <system_error>
 
 namespace app {
 
 std::filesystem::path engineModulePath()
 {
-    if (const char *value = std::getenv("TUNEBENCH_ENGINE_MODULE"); value && *value)
-        return value;
-    std::error_code ec;
-    if (std::filesystem::exists(TUNEBENCH_ENGINE_MODULE_BUILD, ec))
-        return TUNEBENCH_ENGINE_MODULE_BUILD;
-    return TUNEBENCH_ENGINE_MODULE_INSTALL;
+    return engine::modulePath("TUNEBENCH_ENGINE_MODULE", TUNEBENCH_ENGINE_MODULE_BUILD, TUNEBENCH_ENGINE_MODULE_INSTALL);
 }
 
 EngineJobs &loadEngineModule(const std::filesystem::path &path)

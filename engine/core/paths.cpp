@@ -41,4 +41,13 @@ std::filesystem::path demoCorpusPath() { return resourcesDir() / "demo" / "moby-
 std::filesystem::path demoBaseModelPath() { return resourcesDir() / "base"; }
 std::filesystem::path demoFineTuneCorpusPath() { return resourcesDir() / "demo" / "jargon.txt"; }
 
+std::filesystem::path modulePath(const char *environmentVariable, const std::filesystem::path &buildFile,
+                                 const std::filesystem::path &installedFile)
+{
+    if (const char *value = std::getenv(environmentVariable); value && *value)
+        return value;
+    std::error_code ec;
+    return std::filesystem::exists(buildFile, ec) ? buildFile : installedFile;
+}
+
 } // namespace engine

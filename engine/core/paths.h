@@ -22,5 +22,9 @@ std::filesystem::path demoCorpusPath();
 std::filesystem::path demoBaseModelPath();
 /// The demo's fine-tuning corpus (a public-domain Jargon File slice) inside resourcesDir().
 std::filesystem::path demoFineTuneCorpusPath();
+/// A module tunebench loads with dlopen: $`environmentVariable` when set, else `buildFile` (the build
+/// tree's, for a build that is run in place) when it exists, else `installedFile`.
+std::filesystem::path modulePath(const char *environmentVariable, const std::filesystem::path &buildFile,
+                                 const std::filesystem::path &installedFile);
 
 } // namespace engine

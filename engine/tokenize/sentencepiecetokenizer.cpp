@@ -2,6 +2,7 @@
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
+#include "engine/core/paths.h"
 #include "engine/core/threads.h"
 
 #include "engine/tokenize/spmshim.h"
@@ -66,12 +67,7 @@ struct SpmApi {
 /// $TUNEBENCH_SPM_MODULE, else the build tree's module, else the installed one.
 std::filesystem::path spmModulePath()
 {
-    if (const char *value = std::getenv("TUNEBENCH_SPM_MODULE"); value && *value)
-        return value;
-    std::error_code ec;
-    if (std::filesystem::exists(TUNEBENCH_SPM_MODULE_BUILD, ec))
-        return TUNEBENCH_SPM_MODULE_BUILD;
-    return TUNEBENCH_SPM_MODULE_INSTALL;
+    return modulePath("TUNEBENCH_SPM_MODULE", TUNEBENCH_SPM_MODULE_BUILD, TUNEBENCH_SPM_MODULE_INSTALL);
 }
 
 /// Loads the module on first use; throws Error(Io) naming it when it is missing or broken.

@@ -177,6 +177,45 @@ TEST_F(MetricPlotsTest, ChosenMetricsAreStackedWithLinkedXThatTheWheelZoomsAndDo
     EXPECT_EQ(m_plots->axisRect(0)->axis(QCPAxis::atBottom)->range(), before);
 }
 
+TEST_F(MetricPlotsTest, CurvesDecimatedInParallelAreTheCurvesDecimatedOnOneThread)
+{
+    // Three runs of every metric, big enough for the pyramid, the view zoomed into the middle: the
+    // lines, the y ranges and the evaluation marks are the same whichever way each redraw decimates.
+    const QList<ui::RunCurves> runs = {fullRun(1, QStringLiteral("a"), 3, 60000), fullRun(2, QStringLiteral("b"), 4, 60000),
+                                       fullRun(3, QStringLiteral("c"), 5, 3000)};
+    MetricPlots serial;
+    serial.setParallelRefresh(false);
+    for (MetricPlots *plots : {m_plots.get(), &serial}) {
+        plots->resize(1000, 760);
+        plots->show();
+        plots->setRuns(runs);
+        plots->setShownMetrics(ui::MetricPlots::defaultMetrics());
+        plots->setVisibleXRange(12000, 31000);
+        plots->plot()->replot(QCustomPlot::rpImmediateRefresh);
+    }
+    ASSERT_EQ(m_plots->plotCount(), serial.plotCount());
+    for (int p = 0; p < m_plots->plotCount(); ++p)
+        EXPECT_EQ(m_plots->axisRect(p)->axis(QCPAxis::atLeft)->range(), serial.axisRect(p)->axis(QCPAxis::atLeft)->range()) << p;
+    int compared = 0;
+    for (const ui::RunCurves &run : runs) {
+        for (const auto &[key, points] : run.metrics) {
+            const QString name = QString::fromStdString(key);
+            for (const auto graphOf : {&MetricPlots::rawGraph, &MetricPlots::smoothedGraph}) {
+                const QCPGraph *parallel = (m_plots.get()->*graphOf)(run.runId, name);
+                const QCPGraph *single = (serial.*graphOf)(run.runId, name);
+                ASSERT_EQ(parallel == nullptr, single == nullptr) << key;
+                if (!parallel)
+                    continue;
+                EXPECT_GT(parallel->dataCount(), 0) << key;
+                EXPECT_EQ(data(parallel), data(single)) << key;
+                EXPECT_EQ(parallel->scatterStyle().shape(), single->scatterStyle().shape()) << key;
+                ++compared;
+            }
+        }
+    }
+    EXPECT_GE(compared, 3 * 7) << "every run's raw lines and their smoothed lines";
+}
+
 // While the wheel zooms the curves redraw without antialiasing (a draft, as QCustomPlot does while a
 // drag pans); once the wheel has stopped they are antialiased again, and an export never waits for it.
 // Evaluation points are marked while they stand apart, and drawn as a line alone when they crowd.

@@ -3,6 +3,7 @@
 #include "ui/widgets/atomicsave.h"
 #include "ui/widgets/densegraph.h"
 #include "ui/widgets/metriccurve.h"
+#include "ui/widgets/parallelfor.h"
 #include "ui/widgets/qcustomplotinclude.h"
 #include "ui/widgets/widgetstyle.h"
 
@@ -1036,14 +1037,28 @@ void MetricPlots::refreshVisible(bool fit)
         return;
     const QCPRange range = m_panels.front()->rect->axis(QCPAxis::atBottom)->range();
     const MetricCurve::X axis = curveAxis();
-    for (auto &panelPointer : m_panels) {
-        Panel &panel = *panelPointer;
+
+    // One job per line to draw: its curve decimated to the view. The curves are brought up to date first
+    // (prepare changes them); the decimations only read them, so they run in parallel.
+    struct Job {
+        size_t panel = 0;
+        const GraphRef *ref = nullptr;
+        const MetricCurve *curve = nullptr;
+        bool smooth = false;
+        double offset = 0;
+        int buckets = 1;
+        bool log = false;
+        QVector<QCPGraphData> data;
+        double low = kInf, high = -kInf;
+    };
+    std::vector<Job> jobs;
+    for (size_t p = 0; p < m_panels.size(); ++p) {
+        Panel &panel = *m_panels[p];
         // One bucket per pixel column: its first, lowest, highest and last points draw the column's whole
         // vertical extent and its joins to the columns beside it (two per column drew the same pixels).
         const int buckets = std::max(1, panel.rect->width());
         panel.decimatedWidth = panel.rect->width();
         const bool log = panel.rect->axis(QCPAxis::atLeft)->scaleType() == QCPAxis::stLogarithmic;
-        double low = kInf, high = -kInf;
         for (auto &run : m_runs) {
             const double offset = keyOffset(*run);
             for (const QString &qkey : panel.keys) {
@@ -1061,41 +1076,63 @@ void MetricPlots::refreshVisible(bool fit)
                 }
                 MetricCurve &curve = curveIt->second;
                 curve.prepare(axis, ref.smooth ? std::optional<double>(m_smoothing) : std::nullopt);
-                auto fill = [&](QCPGraph *graph, bool smooth) {
-                    const XYSeries shown = curve.visible(axis, smooth, range.lower - offset, range.upper - offset, buckets);
-                    QVector<QCPGraphData> data(qsizetype(shown.x.size()));
-                    for (size_t i = 0; i < shown.x.size(); ++i) {
-                        const double x = shown.x[i] + offset;
-                        const double value = shown.y[i] * ref.style.scale;
-                        data[qsizetype(i)] = QCPGraphData(x, value);
-                        if (x >= range.lower && x <= range.upper && std::isfinite(value) && (!log || value > 0)) {
-                            low = std::min(low, value);
-                            high = std::max(high, value);
-                        }
-                    }
-                    graph->data()->set(data, true);
-                    // Marks only where they stand apart (a 6 px circle each 8 px at most): thousands of
-                    // overlapping circles show nothing the line does not, and cost most of a redraw.
-                    if (ref.eval)
-                        graph->setScatterStyle(data.size() * kMarkSpacingPx <= panel.rect->width() ? ref.marker : QCPScatterStyle());
-                };
-                fill(ref.raw, false);
-                if (ref.smooth)
-                    fill(ref.smooth, true);
+                for (const bool smooth : {false, true}) {
+                    if (!smooth || ref.smooth)
+                        jobs.push_back({p, &ref, &curve, smooth, offset, buckets, log, {}, kInf, -kInf});
+                }
             }
         }
-        if (fit) {
-            QCPAxis *axis = panel.rect->axis(QCPAxis::atLeft);
+    }
+
+    const auto decimate = [&](int index) {
+        Job &job = jobs[size_t(index)];
+        const XYSeries shown =
+            job.curve->visible(axis, job.smooth, range.lower - job.offset, range.upper - job.offset, job.buckets);
+        job.data.resize(qsizetype(shown.x.size()));
+        for (size_t i = 0; i < shown.x.size(); ++i) {
+            const double x = shown.x[i] + job.offset;
+            const double value = shown.y[i] * job.ref->style.scale;
+            job.data[qsizetype(i)] = QCPGraphData(x, value);
+            if (x >= range.lower && x <= range.upper && std::isfinite(value) && (!job.log || value > 0)) {
+                job.low = std::min(job.low, value);
+                job.high = std::max(job.high, value);
+            }
+        }
+    };
+    if (m_parallelRefresh)
+        parallelFor(int(jobs.size()), decimate);
+    else
+        for (int i = 0; i < int(jobs.size()); ++i)
+            decimate(i);
+
+    std::vector<double> lows(m_panels.size(), kInf), highs(m_panels.size(), -kInf);
+    for (Job &job : jobs) {
+        QCPGraph *graph = job.smooth ? job.ref->smooth : job.ref->raw;
+        const qsizetype points = job.data.size();
+        graph->data()->set(job.data, true);
+        // Marks only where they stand apart (a 6 px circle each 8 px at most): thousands of
+        // overlapping circles show nothing the line does not, and cost most of a redraw.
+        if (job.ref->eval)
+            graph->setScatterStyle(points * kMarkSpacingPx <= m_panels[job.panel]->rect->width() ? job.ref->marker : QCPScatterStyle());
+        lows[job.panel] = std::min(lows[job.panel], job.low);
+        highs[job.panel] = std::max(highs[job.panel], job.high);
+    }
+
+    if (fit) {
+        for (size_t p = 0; p < m_panels.size(); ++p) {
+            const double low = lows[p], high = highs[p];
+            QCPAxis *yAxis = m_panels[p]->rect->axis(QCPAxis::atLeft);
+            const bool log = yAxis->scaleType() == QCPAxis::stLogarithmic;
             if (!(low <= high)) {
-                axis->setRange(log ? QCPRange(0.1, 10) : QCPRange(0, 1));
+                yAxis->setRange(log ? QCPRange(0.1, 10) : QCPRange(0, 1));
             } else if (log) {
                 const double ratio = std::max(high / low, 1.0 + 1e-9);
                 const double pad = std::pow(ratio, 0.06);
-                axis->setRange(low / (pad > 1.0001 ? pad : 1.5), high * (pad > 1.0001 ? pad : 1.5));
+                yAxis->setRange(low / (pad > 1.0001 ? pad : 1.5), high * (pad > 1.0001 ? pad : 1.5));
             } else {
                 const double span = high - low;
                 const double pad = span > 0 ? span * 0.06 : std::max(std::abs(high) * 0.05, 1e-9);
-                axis->setRange(low - pad, high + pad);
+                yAxis->setRange(low - pad, high + pad);
             }
         }
     }

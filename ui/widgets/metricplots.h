@@ -120,6 +120,10 @@ public:
     /// with the same failure rule as exportImage.
     bool exportCsv(const QString &path, QString *error);
 
+    /// Whether each redraw decimates its curves on several threads (ui::parallelFor; default on). Off
+    /// for the benchmark's side-by-side measurement and the test that both give the same lines.
+    void setParallelRefresh(bool on) { m_parallelRefresh = on; }
+
     // For tests and the Runs page.
     QCustomPlot *plot() const { return m_plot; }
     int plotCount() const { return int(m_panels.size()); }
@@ -190,6 +194,7 @@ private:
     double m_smoothing = 0.8;
     bool m_smoothingDirty = false;
     bool m_viewDirty = true;
+    bool m_parallelRefresh = true;
     QString m_noRunsText;
     QString m_noDataText;
     QTimer *m_liveReplot = nullptr; ///< the next live redraw, when the last one was slow
