@@ -1,8 +1,6 @@
 #include "engine/core/error.h"
 #include "engine/core/torcherror.h"
 
-#include <c10/util/Exception.h>
-
 #include <exception>
 #include <new>
 
@@ -25,17 +23,16 @@ ErrorInfo currentExceptionInfo()
         throw;
     } catch (const Error &e) {
         return {e.kind(), e.what()};
-    } catch (const c10::OutOfMemoryError &e) {
-        return {ErrorKind::OutOfMemory, e.what_without_backtrace()};
-    } catch (const c10::Error &e) {
-        const std::string message = e.what_without_backtrace();
-        const bool oom = message.find("out of memory") != std::string::npos
-            || message.find("DefaultCPUAllocator") != std::string::npos; // "can't allocate memory", "not enough memory"
-        return {oom ? ErrorKind::OutOfMemory : ErrorKind::Internal, message};
     } catch (const std::bad_alloc &) {
         return {ErrorKind::OutOfMemory, "out of host memory (std::bad_alloc)"};
     } catch (const std::exception &e) {
-        return {ErrorKind::Internal, e.what()};
+        // Torch's errors (c10::Error, c10::OutOfMemoryError) are std::exceptions; they are told by their
+        // text, so that this stays torch-free: the GUI program, which links no libtorch, classifies the
+        // errors of its engine module with it too.
+        const std::string message = torchErrorText(e);
+        const bool oom = message.find("out of memory") != std::string::npos
+            || message.find("DefaultCPUAllocator") != std::string::npos; // "can't allocate memory", "not enough memory"
+        return {oom ? ErrorKind::OutOfMemory : ErrorKind::Internal, message};
     } catch (...) {
         return {ErrorKind::Internal, "unknown exception"};
     }
@@ -43,12 +40,9 @@ ErrorInfo currentExceptionInfo()
 
 std::string torchErrorText(const std::exception &error)
 {
-    std::string text;
-    if (const auto *c10error = dynamic_cast<const c10::Error *>(&error))
-        text = c10error->what_without_backtrace();
-    else
-        text = error.what();
-    // c10 appends "\nException raised from ..." on some builds; keep the message itself.
+    std::string text = error.what();
+    // c10::Error's what() is its message, then "\nException raised from ..." and the C++ backtrace
+    // (what_without_backtrace without them); keep the message itself.
     const size_t raised = text.find("\nException raised from");
     if (raised != std::string::npos)
         text.erase(raised);

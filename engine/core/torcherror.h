@@ -6,8 +6,8 @@
 
 namespace engine {
 
-/// A torch error's message without the C++ backtrace PyTorch appends (c10::Error's
-/// what_without_backtrace, less a trailing "Exception raised from ..."); what() for other exceptions.
+/// A torch error's message without the C++ backtrace PyTorch appends (what() up to "\nException raised
+/// from ..."); what() for other exceptions. Torch-free.
 std::string torchErrorText(const std::exception &error);
 
 } // namespace engine

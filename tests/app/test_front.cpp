@@ -123,6 +123,12 @@ TEST_F(FrontTest, TheGuiLinksNoLibtorchAndItsEngineModuleExportsOneSymbol)
     EXPECT_EQ(guiNeeded.find("libtorch"), std::string::npos) << guiNeeded;
     EXPECT_EQ(guiNeeded.find("libc10"), std::string::npos) << guiNeeded;
     EXPECT_NE(neededEntries(TUNEBENCH_ENGINE_MODULE_FILE).find("libtorch"), std::string::npos);
+    // Nor any torch symbol: a torch type's typeinfo that libtorch 1.13 lets the compiler emit inline
+    // (catching c10::Error) is an undefined reference with libtorch 2.x (Debian 13).
+    for (const std::string &binary : {std::string(TUNEBENCH_GUI_BINARY), std::string(TUNEBENCH_CLI)}) {
+        const std::string symbols = commandOutput("nm -C '" + binary + "' | grep -E ' (c10|at|torch)::' | head -n 5");
+        EXPECT_EQ(symbols, "") << binary;
+    }
     // The engine parts linked into the module stay inside it: only its entry point is exported.
     const std::string exported =
         commandOutput("nm -D --defined-only -C '" + std::string(TUNEBENCH_ENGINE_MODULE_FILE) + "'");
