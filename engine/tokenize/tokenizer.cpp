@@ -6,6 +6,13 @@
 
 namespace engine::tokenize {
 
+namespace {
+
+/// A folder's vocabulary files, in the order Hugging Face's AutoTokenizer prefers them.
+constexpr const char *kVocabularyFiles[] = {"tokenizer.json", "tokenizer.model"};
+
+} // namespace
+
 std::filesystem::path tokenizerFile(const std::filesystem::path &pathOrFolder)
 {
     namespace fs = std::filesystem;
@@ -15,7 +22,7 @@ std::filesystem::path tokenizerFile(const std::filesystem::path &pathOrFolder)
     if (!fs::exists(pathOrFolder, ec))
         throw ioError("tokenizer path " + pathOrFolder.string() + " does not exist");
     if (fs::is_directory(pathOrFolder, ec)) {
-        for (const char *name : {"tokenizer.json", "tokenizer.model"}) {
+        for (const char *name : kVocabularyFiles) {
             if (fs::is_regular_file(pathOrFolder / name, ec))
                 return pathOrFolder / name;
         }
@@ -30,8 +37,11 @@ std::filesystem::path tokenizerFile(const std::filesystem::path &pathOrFolder)
 bool holdsTokenizer(const std::filesystem::path &folder)
 {
     std::error_code ec;
-    return std::filesystem::is_regular_file(folder / "tokenizer.json", ec)
-        || std::filesystem::is_regular_file(folder / "tokenizer.model", ec);
+    for (const char *name : kVocabularyFiles) {
+        if (std::filesystem::is_regular_file(folder / name, ec))
+            return true;
+    }
+    return false;
 }
 
 std::vector<std::filesystem::path> tokenizerFiles(const std::filesystem::path &pathOrFolder)

@@ -61,7 +61,7 @@ TokenizerChoice resolveTokenizer(const TrainingParams &params, const model::Llam
         observer.onLog(LogLevel::Info, "tokenizer " + path.string());
     }
 
-    TokenizerChoice choice{tokenize::loadTokenizer(path), path, tokenize::tokenizerFiles(path)};
+    TokenizerChoice choice{tokenize::loadTokenizer(path), tokenize::tokenizerFiles(path)};
     if (choice.tokenizer->vocabSize() > config.vocabSize) {
         throw invalidInput("tokenizer " + path.string() + " has " + std::to_string(choice.tokenizer->vocabSize())
                            + " tokens but the model's vocab_size is " + std::to_string(config.vocabSize));

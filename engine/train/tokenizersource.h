@@ -22,8 +22,9 @@ class TrainingObserver;
 
 struct TokenizerChoice {
     std::unique_ptr<tokenize::Tokenizer> tokenizer;
-    std::filesystem::path path;               ///< the file it was read from (tokenizer.json or a .model)
-    std::vector<std::filesystem::path> files; ///< what saved models and adapters carry (tokenizerFiles)
+    /// What saved models and adapters carry (tokenizerFiles): first the file it was read from
+    /// (tokenizer.json or a .model), then the settings beside it.
+    std::vector<std::filesystem::path> files;
 };
 
 /// Writes `files` (tokenizerFiles) into `folder`, each atomically: the first (the vocabulary) as

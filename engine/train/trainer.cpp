@@ -233,7 +233,7 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
     if (!text.empty() || !params.tokenizerPath.empty()
         || (!params.modelPath.empty() && tokenize::holdsTokenizer(params.modelPath))) {
         tokenizer.emplace(resolveTokenizer(params, job.config, job.corpusPath, text, observer));
-        job.tokenizerPath = tokenizer->path.string();
+        job.tokenizerPath = tokenizer->files.front().string();
         job.tokenizerFiles = tokenizer->files;
     }
     if (control.cancelRequested())

@@ -2,6 +2,7 @@
 // completion, chat messages through a chat template with the loss on assistant turns, pre-tokenized ids
 // with labels, and the bad input each format can bring.
 
+#include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
 #include "engine/core/jobcontrol.h"
 #include "engine/tokenize/sentencepiecetokenizer.h"
@@ -16,7 +17,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <iterator>
 
 namespace fs = std::filesystem;
 using engine::ErrorKind;
@@ -166,8 +166,7 @@ TEST_F(DatasetTest, ChatMarkersOfATokenizerJsonBecomeTheirSpecialTokenIds)
     // writes <|im_start|> and <|im_end|> as text, and each must become its one added-token id, never the
     // bytes of its spelling; the assistant's turn is learned up to and including its <|im_end|>.
     const fs::path folder = s_dir->path() / "chatml-model";
-    std::ifstream templateFile(fs::path(TUNEBENCH_TEST_DATA) / "chattemplate" / "chatml.jinja");
-    const std::string chatml((std::istreambuf_iterator<char>(templateFile)), std::istreambuf_iterator<char>());
+    const std::string chatml = engine::readFile(fs::path(TUNEBENCH_TEST_DATA) / "chattemplate" / "chatml.jinja");
     ASSERT_FALSE(chatml.empty());
     testing_support::writeByteLevelTokenizer(folder, {"<|im_start|>", "<|im_end|>"}, "<|im_end|>", chatml);
     const auto tokenizer = engine::tokenize::loadTokenizer(folder);

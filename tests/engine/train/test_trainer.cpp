@@ -1,3 +1,4 @@
+#include "engine/core/atomicfile.h"
 #include "engine/core/jobcontrol.h"
 #include "engine/inspect/inspector.h"
 #include "engine/model/pretrained.h"
@@ -20,7 +21,6 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <thread>
 
 namespace fs = std::filesystem;
@@ -750,8 +750,7 @@ TEST_F(TrainerTest, AModelWithATokenizerJsonTrainsWithItAndEverySaveCarriesIt)
     // would give ids the model never learned), and the saved model and its export carry it.
     const fs::path folder = s_dir->path() / "chatml-tiny";
     testing_support::writeTinyConfig(folder);
-    std::ifstream templateFile(fs::path(TUNEBENCH_TEST_DATA) / "chattemplate" / "chatml.jinja");
-    const std::string chatml((std::istreambuf_iterator<char>(templateFile)), std::istreambuf_iterator<char>());
+    const std::string chatml = engine::readFile(fs::path(TUNEBENCH_TEST_DATA) / "chattemplate" / "chatml.jinja");
     testing_support::writeByteLevelTokenizer(folder, {"<|im_start|>", "<|im_end|>"}, "<|im_end|>", chatml);
     const fs::path data = s_dir->path() / "chatml.jsonl";
     {
