@@ -4,7 +4,8 @@
 // Prints, against the targets of issue 10:
 //   open      setRuns of one run of N points + the first draw (median of 5), target <= 300 ms
 //   redraw    replot + paint while the wheel zooms and a drag pans (50 replots): median and p95,
-//             target median <= 16 ms; with the curves decimated on one thread and in parallel, twice each
+//             target median <= 16 ms; with the curves decimated and drawn on one thread and in parallel,
+//             twice each, and where the time goes (decimation, drawing the curves, the rest)
 //   latency   how late a 10 ms timer fires (beyond its due time) while a timer appends points at a
 //             training-like rate (25 flushes/s of 4 steps, every shown metric, the view following):
 //             p50 / p99 / max, target p99 <= 50 ms
@@ -123,20 +124,56 @@ void measureOpen(const Options &options)
                 *std::min_element(times.begin(), times.end()));
 }
 
+/// Where a replot's time goes, from QCustomPlot's signals: before the layout (the curves decimated to the
+/// view: MetricPlots' beforeReplot slot runs first), the layout and what MetricPlots does after it (each
+/// plot's curves drawn into its image), the layers drawn into the paint buffer (axes, grid, the images
+/// copied), and the widget painted.
+struct Phases {
+    double start = 0, beforeLayout = 0, afterLayout = 0, afterReplot = 0;
+    std::vector<double> curves, layout, layers, paint;
+    void attach(QCustomPlot *plot, QObject *context)
+    {
+        // Queued after MetricPlots' own slots (connected first), so each stamp includes them.
+        QObject::connect(plot, &QCustomPlot::beforeReplot, context, [this] { beforeLayout = nowMs(); });
+        QObject::connect(plot, &QCustomPlot::afterLayout, context, [this] { afterLayout = nowMs(); });
+        QObject::connect(plot, &QCustomPlot::afterReplot, context, [this] { afterReplot = nowMs(); });
+    }
+    void begin()
+    {
+        start = nowMs();
+        beforeLayout = afterLayout = afterReplot = 0;
+    }
+    void end()
+    {
+        if (!(beforeLayout > 0 && afterLayout > 0 && afterReplot > 0))
+            return; // no replot in this step
+        const double done = nowMs();
+        curves.push_back(beforeLayout - start);
+        layout.push_back(afterLayout - beforeLayout);
+        layers.push_back(afterReplot - afterLayout);
+        paint.push_back(done - afterReplot);
+    }
+};
+
 void measureRedraw(ui::MetricPlots &plots, const char *label)
 {
     QCustomPlot *plot = plots.plot();
     QCPAxisRect *rect = plots.axisRect(0);
     std::vector<double> times;
+    QObject context;
+    Phases phases;
+    phases.attach(plot, &context);
     // 25 wheel steps in around the middle (QCustomPlot replots inside the wheel event).
     const QPointF at = rect->center();
     for (int i = 0; i < 25; ++i) {
         QWheelEvent wheel(at, plot->mapToGlobal(at), QPoint(), QPoint(0, i < 20 ? 120 : -120), Qt::NoButton,
                           Qt::NoModifier, Qt::NoScrollPhase, false);
         const double start = nowMs();
+        phases.begin();
         QApplication::sendEvent(plot, &wheel);
         plot->repaint();
         times.push_back(nowMs() - start);
+        phases.end();
     }
     // 25 drag moves to the left (the replot is queued: run it, then paint).
     QPointF pos = at;
@@ -146,10 +183,12 @@ void measureRedraw(ui::MetricPlots &plots, const char *label)
         pos += QPointF(-12, 0);
         QMouseEvent move(QEvent::MouseMove, pos, plot->mapToGlobal(pos), Qt::NoButton, Qt::LeftButton, Qt::NoModifier);
         const double start = nowMs();
+        phases.begin();
         QApplication::sendEvent(plot, &move);
         QCoreApplication::processEvents();
         plot->repaint();
         times.push_back(nowMs() - start);
+        phases.end();
     }
     QMouseEvent release(QEvent::MouseButtonRelease, pos, plot->mapToGlobal(pos), Qt::LeftButton, Qt::NoButton, Qt::NoModifier);
     QApplication::sendEvent(plot, &release);
@@ -163,6 +202,10 @@ void measureRedraw(ui::MetricPlots &plots, const char *label)
                 "whole view %.1f ms  (target median <= 16 ms)\n",
                 label, times.size(), percentile(times, 50), percentile(times, 95), *std::max_element(times.begin(), times.end()),
                 whole);
+    std::printf("          of which (medians): curves decimated %.1f ms, layout + curves drawn %.1f ms, layers drawn "
+                "%.1f ms, widget painted %.1f ms\n",
+                percentile(phases.curves, 50), percentile(phases.layout, 50), percentile(phases.layers, 50),
+                percentile(phases.paint, 50));
 }
 
 void measureLatency(ui::MetricPlots &plots, const Options &options, const QStringList &keys)

@@ -1,13 +1,17 @@
 // DenseGraph draws what QCustomPlot's own QCPGraph draws, with fewer painter calls: the same pixels,
-// rendered offscreen side by side from the same data.
+// rendered offscreen side by side from the same data; on a CurveCanvas, the canvas shows it (once), as
+// QCustomPlot would, and exports still draw the graph itself.
 
+#include "ui/widgets/curvecanvas.h"
 #include "ui/widgets/densegraph.h"
 #include "ui/widgets/qcustomplotinclude.h"
 
 #include <QImage>
+#include <QPainter>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -74,4 +78,113 @@ TEST(DenseGraph, DrawsTheSamePixelsAsQCPGraphWithAntialiasing)
     const QImage theirs = render(false, pen, true);
     ASSERT_EQ(ours.size(), theirs.size());
     EXPECT_TRUE(ours == theirs) << "one drawLines call drew other pixels than a drawLine per segment";
+}
+
+namespace {
+
+/// A plot with one DenseGraph of `data` drawn by a CurveCanvas; returns what the screen shows, and with
+/// `exported` what toPixmap() (an export, where the graph draws itself) gives instead.
+QImage renderOnCanvas(const QVector<QCPGraphData> &data, const QPen &pen, bool antialiased, bool exported = false)
+{
+    QCustomPlot plot;
+    plot.resize(500, 300);
+    plot.setPlottingHints(QCP::phFastPolylines | QCP::phCacheLabels);
+    QCPAxisRect *rect = plot.axisRect();
+    auto *canvas = new ui::CurveCanvas(rect); // owned by the plot
+    auto *graph = new ui::DenseGraph(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+    canvas->addGraph(graph);
+    graph->data()->set(data, true);
+    graph->setPen(pen);
+    graph->setAntialiased(antialiased);
+    plot.xAxis->setRange(-100, 30100);
+    plot.yAxis->setRange(-2.5, 5.5);
+    plot.replot(QCustomPlot::rpImmediateRefresh);
+    return exported ? plot.toPixmap(500, 300).toImage() : plot.grab().toImage();
+}
+
+/// The largest difference of one colour channel between two images of one size.
+int largestChannelDifference(const QImage &a, const QImage &b)
+{
+    int largest = 0;
+    for (int row = 0; row < a.height(); ++row) {
+        for (int column = 0; column < a.width(); ++column) {
+            const QRgb p = a.pixel(column, row), q = b.pixel(column, row);
+            largest = std::max({largest, std::abs(qRed(p) - qRed(q)), std::abs(qGreen(p) - qGreen(q)),
+                                std::abs(qBlue(p) - qBlue(q))});
+        }
+    }
+    return largest;
+}
+
+} // namespace
+
+TEST(DenseGraph, OnACanvasTheCanvasDrawsItOnceOnScreenAndExportsDrawItThemselves)
+{
+    // A translucent level line: on screen its pixels are the pen blended once over the background (the
+    // canvas' image; the graph's own draw() stays out), in an export as well (the graph alone).
+    QVector<QCPGraphData> level;
+    for (int i = 0; i <= 30000; i += 10)
+        level.append(QCPGraphData(i, 1.0));
+    const QColor pen(31, 119, 180, 70);
+    QImage once(1, 1, QImage::Format_ARGB32_Premultiplied);
+    once.fill(Qt::white);
+    QPainter(&once).fillRect(QRect(0, 0, 1, 1), pen);
+    const QRgb expected = once.pixel(0, 0);
+    for (const bool exported : {false, true}) {
+        const QImage image = renderOnCanvas(level, QPen(pen, 1), false, exported);
+        // In each column one pixel tinted by the pen (the grid is grey, the axes black), and that one the
+        // pen blended once: drawn by both canvas and graph, it is blended twice or there are two lines.
+        for (int column = 100; column < 400; ++column) {
+            int tinted = 0, once = 0;
+            for (int row = 0; row < image.height(); ++row) {
+                const QRgb pixel = image.pixel(column, row);
+                tinted += qBlue(pixel) > qRed(pixel) + 8 ? 1 : 0;
+                once += pixel == expected ? 1 : 0;
+            }
+            ASSERT_EQ(tinted, 1) << (exported ? "export" : "screen") << ", column " << column;
+            ASSERT_EQ(once, 1) << (exported ? "export" : "screen") << ", column " << column;
+        }
+    }
+}
+
+TEST(DenseGraph, OnACanvasAnAntialiasedLineLooksAsQCPGraphDrawsIt)
+{
+    // Drawn into the canvas' transparent image and then copied over the background, or straight onto
+    // the background: the same pixels but for rounding in the edges' blending.
+    const QPen pen(QColor(255, 127, 14), 2);
+    const QImage canvas = renderOnCanvas(sampleData(), pen, true);
+    const QImage direct = render(false, pen, true);
+    ASSERT_EQ(canvas.size(), direct.size());
+    EXPECT_LE(largestChannelDifference(canvas, direct), 3);
+    EXPECT_FALSE(canvas == render(false, QPen(Qt::NoPen), true)) << "a curve is drawn";
+}
+
+TEST(DenseGraph, OnACanvasAnAliasedLineIsQCPGraphsLineToWithinAPixel)
+{
+    // Without antialiasing the canvas draws column spans: every pixel QCustomPlot lights has one of the
+    // canvas' within a pixel, and the other way round.
+    const QPen pen(QColor(31, 119, 180), 1);
+    const QImage canvas = renderOnCanvas(sampleData(), pen, false);
+    const QImage direct = render(false, pen, false, false);
+    const auto lit = [](const QImage &image, int column, int row) { return image.pixel(column, row) == QColor(31, 119, 180).rgb(); };
+    const auto near = [&](const QImage &image, int column, int row) {
+        for (int k = std::max(0, column - 1); k <= std::min(image.width() - 1, column + 1); ++k)
+            for (int j = std::max(0, row - 1); j <= std::min(image.height() - 1, row + 1); ++j)
+                if (lit(image, k, j))
+                    return true;
+        return false;
+    };
+    int litPixels = 0;
+    for (int row = 0; row < canvas.height(); ++row) {
+        for (int column = 0; column < canvas.width(); ++column) {
+            if (lit(direct, column, row)) {
+                EXPECT_TRUE(near(canvas, column, row)) << column << "," << row;
+            }
+            if (lit(canvas, column, row)) {
+                EXPECT_TRUE(near(direct, column, row)) << column << "," << row;
+                ++litPixels;
+            }
+        }
+    }
+    EXPECT_GT(litPixels, 2000);
 }

@@ -52,6 +52,16 @@ std::vector<double> values(const std::vector<MetricPoint> &points)
     return out;
 }
 
+/// How many pixels of `image` are exactly `color` (opaque).
+int countColor(const QImage &image, const QColor &color)
+{
+    int count = 0;
+    for (int row = 0; row < image.height(); ++row)
+        for (int column = 0; column < image.width(); ++column)
+            count += image.pixel(column, row) == color.rgb() ? 1 : 0;
+    return count;
+}
+
 /// Noise in [1, 2) that decays a little, like a loss.
 std::function<double(int)> noisyLoss(unsigned seed)
 {
@@ -177,7 +187,7 @@ TEST_F(MetricPlotsTest, ChosenMetricsAreStackedWithLinkedXThatTheWheelZoomsAndDo
     EXPECT_EQ(m_plots->axisRect(0)->axis(QCPAxis::atBottom)->range(), before);
 }
 
-TEST_F(MetricPlotsTest, CurvesDecimatedInParallelAreTheCurvesDecimatedOnOneThread)
+TEST_F(MetricPlotsTest, CurvesDecimatedAndDrawnInParallelAreThoseOfOneThread)
 {
     // Three runs of every metric, big enough for the pyramid, the view zoomed into the middle: the
     // lines, the y ranges and the evaluation marks are the same whichever way each redraw decimates.
@@ -214,6 +224,12 @@ TEST_F(MetricPlotsTest, CurvesDecimatedInParallelAreTheCurvesDecimatedOnOneThrea
         }
     }
     EXPECT_GE(compared, 3 * 7) << "every run's raw lines and their smoothed lines";
+    // And each plot's curves, drawn into its image on the pool or on the UI thread, are the same pixels.
+    const QImage pooled = m_plots->plot()->grab().toImage();
+    const QImage alone = serial.plot()->grab().toImage();
+    ASSERT_EQ(pooled.size(), alone.size());
+    EXPECT_TRUE(pooled == alone);
+    EXPECT_GT(countColor(pooled, m_plots->runColor(1)), 500) << "the first run's lines are on screen";
 }
 
 // While the wheel zooms the curves redraw without antialiasing (a draft, as QCustomPlot does while a

@@ -119,6 +119,23 @@ TEST_F(PlanPageTest, TheGpuOverheadIsAFieldThatReplans)
     EXPECT_EQ(m_page->plan()->devices[0].overheadBytes, int64_t(5) << 29);
 }
 
+// Closing the window with an edit in progress moves the focus away, which finishes the edit while the
+// page is being destroyed: it must not re-plan then (it crashed, the planner half gone).
+TEST_F(PlanPageTest, ClosingWithAnEditInProgressDoesNotReplanAHalfDestroyedPage)
+{
+    ASSERT_TRUE(m_page->openModel(kChatGlm));
+    QApplication::setActiveWindow(m_page.get());
+    ASSERT_TRUE(QTest::qWaitForWindowActive(m_page.get()));
+    auto *overhead = m_page->findChild<QDoubleSpinBox *>(QStringLiteral("planGpuOverhead"));
+    ASSERT_NE(overhead, nullptr);
+    overhead->setFocus();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return overhead->hasFocus(); }, 2000));
+    overhead->selectAll();
+    QTest::keyClicks(overhead, QStringLiteral("3"));
+    m_page.reset();
+    SUCCEED() << "destroyed without re-planning";
+}
+
 TEST_F(PlanPageTest, ExportedMapImportsBackToTheSamePlan)
 {
     ASSERT_TRUE(m_page->openModel(kChatGlm));

@@ -190,7 +190,13 @@ PlanPage::PlanPage(QWidget *parent) : QWidget(parent)
     m_memoryEdit->setText(settings.value(QStringLiteral("Plan/maxMemory"), QStringLiteral("0=15GiB,1=15GiB,cpu=13GiB")).toString());
 }
 
-PlanPage::~PlanPage() = default;
+PlanPage::~PlanPage()
+{
+    // QWidget's destructor hides the page, which moves the focus and so finishes an edit in progress
+    // (editingFinished): no re-plan then, with the planner and the fields half destroyed.
+    for (QObject *child : findChildren<QObject *>())
+        disconnect(child, nullptr, this, nullptr);
+}
 
 QWidget *PlanPage::createSettingsBar()
 {

@@ -226,9 +226,11 @@ RunsPage::RunsPage(const QString &storePath, QWidget *parent)
 RunsPage::~RunsPage()
 {
     saveNotes();
+    saveTags();
     // QWidget's destructor closes an open name editor, which commits it: no rename once the store
-    // connection is gone.
+    // connection is gone; and it moves the focus, which finishes an edit of the tags (saved above).
     disconnect(m_model, nullptr, this, nullptr);
+    disconnect(m_tagsEdit, nullptr, this, nullptr);
 }
 
 void RunsPage::createActions()

@@ -9,7 +9,7 @@ namespace {
 using engine::report::XYSeries;
 
 /// Bucket counts of the pyramid's rungs, finest first; each rung is decimated from the one before.
-constexpr int kRungBuckets[] = {65536, 8192, 1024};
+constexpr int kRungBuckets[] = {65536, 16384, 4096, 1024};
 /// Below this many points a curve is decimated straight from its points.
 constexpr size_t kPyramidMinPoints = 8 * 8192;
 

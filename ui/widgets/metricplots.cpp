@@ -1,6 +1,7 @@
 #include "ui/widgets/metricplots.h"
 
 #include "ui/widgets/atomicsave.h"
+#include "ui/widgets/curvecanvas.h"
 #include "ui/widgets/densegraph.h"
 #include "ui/widgets/metriccurve.h"
 #include "ui/widgets/parallelfor.h"
@@ -22,6 +23,7 @@
 #include <QTimer>
 #include <QMessageBox>
 #include <QMouseEvent>
+#include <QScopedValueRollback>
 #include <QSlider>
 #include <QSvgGenerator>
 #include <QToolButton>
@@ -175,6 +177,7 @@ struct MetricPlots::Panel {
     QCPItemTracer *tracer = nullptr;
     QCPItemText *hint = nullptr;
     QCPItemText *keyNote = nullptr; ///< which line is which when a plot holds several keys
+    std::unique_ptr<CurveCanvas> canvas; ///< draws the plot's graphs, in the graphs' place on the layer
     int decimatedWidth = -1;
 };
 
@@ -705,6 +708,7 @@ void MetricPlots::rebuildPlots()
             }
             panel->keyNote->setText(parts.join(QStringLiteral("   ")));
         }
+        panel->canvas = std::make_unique<CurveCanvas>(rect); // above the texts, where the graphs go
         m_panels.push_back(std::move(panel));
     }
 
@@ -720,11 +724,15 @@ void MetricPlots::rebuildPlots()
                         ref.style = styleFor(key);
                         ref.eval = key.startsWith(QLatin1String("eval/"));
                         ref.secondary = key != panel->keys.front() && !ref.eval;
-                        ref.raw = new DenseGraph(xAxis, yAxis);
-                        ref.raw->setName(run->label);
+                        auto *graph = new DenseGraph(xAxis, yAxis);
+                        graph->setName(run->label);
+                        panel->canvas->addGraph(graph);
+                        ref.raw = graph;
                     } else if (ref.style.smoothed) {
-                        ref.smooth = new DenseGraph(xAxis, yAxis);
-                        ref.smooth->setName(run->label);
+                        auto *graph = new DenseGraph(xAxis, yAxis);
+                        graph->setName(run->label);
+                        panel->canvas->addGraph(graph);
+                        ref.smooth = graph;
                     }
                 }
             }
@@ -1177,9 +1185,19 @@ void MetricPlots::onAfterLayout()
     for (const auto &panel : m_panels) {
         if (panel->rect->width() != panel->decimatedWidth) {
             refreshVisible(false);
-            return;
+            break;
         }
     }
+    // The axes and the plots' places are final now: each plot's curves into its image, the plots on
+    // several threads (an export draws the graphs itself, as vectors).
+    if (m_exporting)
+        return;
+    const auto render = [this](int index) { m_panels[size_t(index)]->canvas->render(); };
+    if (m_parallelRefresh)
+        parallelFor(int(m_panels.size()), render);
+    else
+        for (int i = 0; i < int(m_panels.size()); ++i)
+            render(i);
 }
 
 // ---- hover ----------------------------------------------------------------------------------------
@@ -1328,6 +1346,7 @@ bool MetricPlots::exportImage(const QString &path, QString *error)
         width = 1000;
         height = 700;
     }
+    const QScopedValueRollback exporting(m_exporting, true);
     return saveAtomically(
         path,
         [&](const QString &temporary, QString *why) {

@@ -120,7 +120,8 @@ public:
     /// with the same failure rule as exportImage.
     bool exportCsv(const QString &path, QString *error);
 
-    /// Whether each redraw decimates its curves on several threads (ui::parallelFor; default on). Off
+    /// Whether each redraw decimates its curves and draws its plots on several threads (ui::parallelFor;
+    /// default on). Off
     /// for the benchmark's side-by-side measurement and the test that both give the same lines.
     void setParallelRefresh(bool on) { m_parallelRefresh = on; }
 
@@ -195,6 +196,7 @@ private:
     bool m_smoothingDirty = false;
     bool m_viewDirty = true;
     bool m_parallelRefresh = true;
+    bool m_exporting = false; ///< an export draws: the canvases need not render
     QString m_noRunsText;
     QString m_noDataText;
     QTimer *m_liveReplot = nullptr; ///< the next live redraw, when the last one was slow
