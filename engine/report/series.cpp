@@ -13,31 +13,37 @@ namespace engine::report {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 /// The points [begin, end) of one bucket as decimateMinMax keeps them, appended to `out`.
 void keepBucket(const std::vector<double> &x, const std::vector<double> &y, size_t begin, size_t end, XYSeries &out)
 {
     constexpr size_t kNone = std::numeric_limits<size_t>::max();
     size_t first = kNone, last = kNone, lowest = kNone, highest = kNone, gap = kNone;
+    double low = std::numeric_limits<double>::infinity();
+    double high = -low;
     for (size_t i = begin; i < end; ++i) {
         const double value = y[i];
-        if (!std::isfinite(value)) {
+        if (!std::isfinite(value)) [[unlikely]] {
             if (gap == kNone)
                 gap = i;
             continue;
         }
-        if (first == kNone) {
-            first = lowest = highest = i;
-        } else if (value < y[lowest]) {
-            lowest = i;
-        } else if (value > y[highest]) {
-            highest = i;
-        }
+        if (first == kNone)
+            first = i;
+        // Selects, not branches: on noisy values every branch here would be a coin toss. Strict
+        // comparisons keep the earliest of equal extremes.
+        const bool lower = value < low;
+        low = lower ? value : low;
+        lowest = lower ? i : lowest;
+        const bool higher = value > high;
+        high = higher ? value : high;
+        highest = higher ? i : highest;
         last = i;
     }
-    size_t kept[5] = {first, lowest, highest, last, gap};
-    std::sort(std::begin(kept), std::end(kept)); // x order; kNone sorts last
+    // x order: first <= the extremes <= last already; only a gap's point needs placing.
+    size_t kept[5] = {first, std::min(lowest, highest), std::max(lowest, highest), last, gap};
+    if (gap != kNone)
+        std::sort(std::begin(kept), std::end(kept)); // kNone sorts last
     for (size_t k = 0; k < 5 && kept[k] != kNone; ++k) {
         if (k > 0 && kept[k] == kept[k - 1])
             continue;
@@ -111,36 +117,25 @@ XYSeries decimateMinMax(const std::vector<double> &x, const std::vector<double> 
         out.x.push_back(x[keepFrom]);
         out.y.push_back(y[keepFrom]);
     }
+    // The bucket of a point by one multiplication (x >= xMin here, so truncating is flooring); x ascends,
+    // so each bucket's points follow each other.
     const double span = xMax - xMin;
-    auto bucketOf = [&](double value) {
-        if (!(span > 0))
-            return 0;
-        const double position = std::floor((value - xMin) / span * buckets);
-        return static_cast<int>(std::clamp(position, 0.0, static_cast<double>(buckets - 1)));
-    };
-    // The smallest x of bucket k or a later one. bucketOf never decreases along x, so a bucket's points
-    // are those before the next bucket's first x: found with comparisons, not a division per point.
-    const auto firstOf = [&](int k) {
-        double v = xMin + span * (static_cast<double>(k) / buckets);
-        while (bucketOf(v) >= k && v > xMin)
-            v = std::nextafter(v, -kInf);
-        while (bucketOf(v) < k)
-            v = std::nextafter(v, kInf);
-        return v;
+    const double perUnit = span > 0 ? buckets / span : 0.0;
+    const auto bucketOf = [&](double value) {
+        const double position = (value - xMin) * perUnit;
+        return position < buckets - 1 ? static_cast<int>(position) : buckets - 1;
     };
     size_t bucketBegin = begin;
-    while (bucketBegin < end) {
-        const int bucket = bucketOf(x[bucketBegin]);
-        size_t bucketEnd = end;
-        if (bucket < buckets - 1 && span > 0) {
-            const double next = firstOf(bucket + 1);
-            bucketEnd = bucketBegin + 1;
-            while (bucketEnd < end && x[bucketEnd] < next)
-                ++bucketEnd;
+    int bucket = bucketOf(x[begin]);
+    for (size_t i = begin + 1; i < end; ++i) {
+        const int next = bucketOf(x[i]);
+        if (next != bucket) {
+            keepBucket(x, y, bucketBegin, i, out);
+            bucketBegin = i;
+            bucket = next;
         }
-        keepBucket(x, y, bucketBegin, bucketEnd, out);
-        bucketBegin = bucketEnd;
     }
+    keepBucket(x, y, bucketBegin, end, out);
     if (end < keepTo) {
         out.x.push_back(x[end]);
         out.y.push_back(y[end]);

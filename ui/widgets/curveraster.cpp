@@ -135,17 +135,25 @@ void rasterizeCurve(QImage &image, const QVector<QPointF> &points, const CurvePe
         return QPointF(std::clamp(p.x(), -kFar, width + kFar), std::clamp(p.y(), -kFar, height + kFar));
     };
     ColumnSpans spans(width);
-    const qsizetype n = points.size();
-    for (qsizetype i = 0; i < n; ++i) {
-        if (!finite(points[i]))
+    // One pass: each finite point joins the one before it when that one is finite too; a run of one
+    // finite point between gaps is a dot.
+    QPointF previous;
+    qsizetype run = 0; // finite points in a row so far
+    for (const QPointF &point : points) {
+        if (!finite(point)) {
+            if (run == 1)
+                spans.addSegment(previous, previous);
+            run = 0;
             continue;
-        const bool next = i + 1 < n && finite(points[i + 1]);
-        const bool previous = i > 0 && finite(points[i - 1]);
-        if (next)
-            spans.addSegment(clamped(points[i]), clamped(points[i + 1]));
-        else if (!previous)
-            spans.addSegment(clamped(points[i]), clamped(points[i])); // a point alone between gaps
+        }
+        const QPointF current = clamped(point);
+        if (run > 0)
+            spans.addSegment(previous, current);
+        previous = current;
+        ++run;
     }
+    if (run == 1)
+        spans.addSegment(previous, previous);
     applyDashes(spans, width, pen.dashes);
 
     // A pen of w device pixels: each column's rows widened by w - 1, and w columns wide (the union of
