@@ -35,7 +35,8 @@ QVector<QCPGraphData> sampleData()
 // The plot drawn with a QCPGraph (dense = false) or a DenseGraph holding `data`. Without adaptive
 // sampling every point reaches the line drawing (tens per pixel column), as QCustomPlot's own
 // per-column reduction would otherwise hide the columns' inner points.
-QImage render(bool dense, const QPen &pen, bool antialiased, bool adaptiveSampling = true)
+QImage render(bool dense, const QPen &pen, bool antialiased, bool adaptiveSampling = true,
+             const QVector<QCPGraphData> &points = sampleData(), bool logY = false)
 {
     QCustomPlot plot;
     plot.resize(500, 300);
@@ -43,12 +44,16 @@ QImage render(bool dense, const QPen &pen, bool antialiased, bool adaptiveSampli
     QCPAxisRect *rect = plot.axisRect();
     QCPGraph *graph = dense ? new ui::DenseGraph(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft))
                             : new QCPGraph(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
-    graph->data()->set(sampleData(), true);
+    graph->data()->set(points, true);
     graph->setPen(pen);
     graph->setAntialiased(antialiased);
     graph->setAdaptiveSampling(adaptiveSampling);
     plot.xAxis->setRange(-100, 30100);
     plot.yAxis->setRange(-2.5, 5.5);
+    if (logY) {
+        plot.yAxis->setScaleType(QCPAxis::stLogarithmic);
+        plot.yAxis->setRange(0.05, 300);
+    }
     // As on screen: replot into the widget's buffers and grab them (toPixmap() is an export, drawn in
     // QCustomPlot's no-caching mode, where both graphs take QCustomPlot's own slow path).
     plot.replot(QCustomPlot::rpImmediateRefresh);
@@ -84,7 +89,8 @@ namespace {
 
 /// A plot with one DenseGraph of `data` drawn by a CurveCanvas; returns what the screen shows, and with
 /// `exported` what toPixmap() (an export, where the graph draws itself) gives instead.
-QImage renderOnCanvas(const QVector<QCPGraphData> &data, const QPen &pen, bool antialiased, bool exported = false)
+QImage renderOnCanvas(const QVector<QCPGraphData> &data, const QPen &pen, bool antialiased, bool exported = false,
+                      bool logY = false)
 {
     QCustomPlot plot;
     plot.resize(500, 300);
@@ -98,6 +104,10 @@ QImage renderOnCanvas(const QVector<QCPGraphData> &data, const QPen &pen, bool a
     graph->setAntialiased(antialiased);
     plot.xAxis->setRange(-100, 30100);
     plot.yAxis->setRange(-2.5, 5.5);
+    if (logY) {
+        plot.yAxis->setScaleType(QCPAxis::stLogarithmic);
+        plot.yAxis->setRange(0.05, 300);
+    }
     plot.replot(QCustomPlot::rpImmediateRefresh);
     return exported ? plot.toPixmap(500, 300).toImage() : plot.grab().toImage();
 }
@@ -159,13 +169,11 @@ TEST(DenseGraph, OnACanvasAnAntialiasedLineLooksAsQCPGraphDrawsIt)
     EXPECT_FALSE(canvas == render(false, QPen(Qt::NoPen), true)) << "a curve is drawn";
 }
 
-TEST(DenseGraph, OnACanvasAnAliasedLineIsQCPGraphsLineToWithinAPixel)
+namespace {
+
+/// Every pixel of the line (the pen colour) in one image has one in the other at most a pixel away.
+void expectSameLineToWithinAPixel(const QImage &canvas, const QImage &direct)
 {
-    // Without antialiasing the canvas draws column spans: every pixel QCustomPlot lights has one of the
-    // canvas' within a pixel, and the other way round.
-    const QPen pen(QColor(31, 119, 180), 1);
-    const QImage canvas = renderOnCanvas(sampleData(), pen, false);
-    const QImage direct = render(false, pen, false, false);
     const auto lit = [](const QImage &image, int column, int row) { return image.pixel(column, row) == QColor(31, 119, 180).rgb(); };
     const auto near = [&](const QImage &image, int column, int row) {
         for (int k = std::max(0, column - 1); k <= std::min(image.width() - 1, column + 1); ++k)
@@ -187,4 +195,21 @@ TEST(DenseGraph, OnACanvasAnAliasedLineIsQCPGraphsLineToWithinAPixel)
         }
     }
     EXPECT_GT(litPixels, 2000);
+}
+
+} // namespace
+
+TEST(DenseGraph, OnACanvasAnAliasedLineIsQCPGraphsLineToWithinAPixel)
+{
+    // Without antialiasing the canvas draws column spans: every pixel QCustomPlot lights has one of the
+    // canvas' within a pixel, and the other way round; on a linear and on a log y axis.
+    QVector<QCPGraphData> positive = sampleData();
+    for (QCPGraphData &point : positive)
+        point.value = std::exp(point.value);
+    for (const bool logY : {false, true}) {
+        SCOPED_TRACE(logY ? "log y" : "linear y");
+        const QVector<QCPGraphData> &points = logY ? positive : sampleData();
+        expectSameLineToWithinAPixel(renderOnCanvas(points, QPen(QColor(31, 119, 180), 1), false, false, logY),
+                                     render(false, QPen(QColor(31, 119, 180), 1), false, false, points, logY));
+    }
 }
