@@ -213,3 +213,20 @@ TEST(DenseGraph, OnACanvasAnAliasedLineIsQCPGraphsLineToWithinAPixel)
                                      render(false, QPen(QColor(31, 119, 180), 1), false, false, points, logY));
     }
 }
+
+TEST(DenseGraph, OnACanvasItTakesNoMouseEvents)
+{
+    QCustomPlot plot;
+    plot.resize(500, 300);
+    QCPAxisRect *rect = plot.axisRect();
+    auto *canvas = new ui::CurveCanvas(rect);
+    auto *graph = new ui::DenseGraph(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+    graph->data()->set(sampleData(), true);
+    plot.xAxis->setRange(-100, 30100);
+    plot.yAxis->setRange(-2.5, 5.5);
+    plot.replot(QCustomPlot::rpImmediateRefresh);
+    const QPointF onTheLine(plot.xAxis->coordToPixel(25000), plot.yAxis->coordToPixel(std::cos(25000 / 1000.0)));
+    EXPECT_GE(graph->selectTest(onTheLine, false), 0.0) << "a graph of its own answers as QCPGraph does";
+    canvas->addGraph(graph);
+    EXPECT_EQ(graph->selectTest(onTheLine, false), -1.0);
+}

@@ -47,6 +47,11 @@ bool DenseGraph::antialiasedNow(QCP::AntialiasedElement element, bool own) const
     return parentPlot()->antialiasedElements().testFlag(element) || own;
 }
 
+double DenseGraph::selectTest(const QPointF &pos, bool onlySelectable, QVariant *details) const
+{
+    return m_onCanvas ? -1.0 : QCPGraph::selectTest(pos, onlySelectable, details);
+}
+
 void DenseGraph::draw(QCPPainter *painter)
 {
     const bool exporting = painter->modes().testFlag(QCPPainter::pmVectorized) || painter->modes().testFlag(QCPPainter::pmNoCaching);

@@ -32,6 +32,11 @@ public:
     /// different axes render on different threads at once (while the UI thread waits for them).
     void render(QImage &image, const QPoint &origin);
 
+    /// On a canvas, -1 (not here): QCustomPlot asks every graph under the mouse for each wheel step and
+    /// press, to find who takes the event, and a curve of thousands of points answers slowly; a canvas'
+    /// graphs take no mouse events (MetricPlots finds the point under the mouse itself).
+    double selectTest(const QPointF &pos, bool onlySelectable, QVariant *details = nullptr) const override;
+
 protected:
     void draw(QCPPainter *painter) override;
     void drawLinePlot(QCPPainter *painter, const QVector<QPointF> &lines) const override;
