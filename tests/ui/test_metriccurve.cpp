@@ -80,3 +80,42 @@ TEST(MetricCurve, VisiblePointsKeepTheExtremesInView)
         }
     }
 }
+
+// A stretch of non-finite values (a NaN loss the run skipped) stays a break in the line when the view
+// is read from the pyramid: a NaN point inside it, no finite point inside it, finite points on each side.
+// The same after appending (the points past the pyramid are read directly).
+TEST(MetricCurve, GapsSurviveThePyramid)
+{
+    std::vector<double> values = noisyLoss(300000, 4);
+    for (size_t i = 150000; i < 151000; ++i)
+        values[i] = i % 2 ? NAN : INFINITY;
+    ui::MetricCurve curve;
+    for (size_t i = 0; i < values.size(); ++i)
+        curve.append(double(i), double(i), values[i]);
+    for (const bool appended : {false, true}) {
+        if (appended) {
+            for (size_t i = 300000; i < 302000; ++i)
+                curve.append(double(i), double(i), i < 301000 ? 2.0 : NAN);
+        }
+        curve.prepare(ui::MetricCurve::X::Step, std::nullopt);
+        const engine::report::XYSeries shown = curve.visible(ui::MetricCurve::X::Step, false, 0, double(curve.size() - 1), 1000);
+        int nanInGap = 0, finiteInGap = 0, finiteBefore = 0, finiteAfter = 0;
+        for (size_t i = 0; i < shown.x.size(); ++i) {
+            const bool inGap = shown.x[i] >= 150000 && shown.x[i] < 151000;
+            nanInGap += inGap && std::isnan(shown.y[i]) ? 1 : 0;
+            finiteInGap += inGap && std::isfinite(shown.y[i]) ? 1 : 0;
+            finiteBefore += shown.x[i] < 150000 && std::isfinite(shown.y[i]) ? 1 : 0;
+            finiteAfter += shown.x[i] >= 151000 && std::isfinite(shown.y[i]) ? 1 : 0;
+            if (i > 0) {
+                EXPECT_LT(shown.x[i - 1], shown.x[i]) << "x ascends, each point once";
+            }
+        }
+        EXPECT_GE(nanInGap, 1) << (appended ? "after appending" : "");
+        EXPECT_EQ(finiteInGap, 0);
+        EXPECT_GT(finiteBefore, 100);
+        EXPECT_GT(finiteAfter, 100);
+        if (appended) {
+            EXPECT_TRUE(std::isnan(shown.y.back())) << "the appended gap at the end";
+        }
+    }
+}
