@@ -32,32 +32,46 @@ QVector<QCPGraphData> sampleData()
     return data;
 }
 
-// The plot drawn with a QCPGraph (dense = false) or a DenseGraph holding `data`. Without adaptive
-// sampling every point reaches the line drawing (tens per pixel column), as QCustomPlot's own
-// per-column reduction would otherwise hide the columns' inner points.
-QImage render(bool dense, const QPen &pen, bool antialiased, bool adaptiveSampling = true,
-             const QVector<QCPGraphData> &points = sampleData(), bool logY = false)
+/// Who draws the curve: QCustomPlot's own QCPGraph, a DenseGraph on its own, or a DenseGraph on a
+/// CurveCanvas.
+enum class Drawer { QCustomPlot, Dense, Canvas };
+
+struct Look {
+    QPen pen;
+    bool antialiased = true;
+    bool adaptiveSampling = true; ///< off: every point reaches the line drawing (tens per pixel column),
+                                  ///< as QCustomPlot's own per-column reduction would hide their inner points
+    bool logY = false;
+    bool exported = false; ///< what toPixmap() gives (an export, drawn in QCustomPlot's no-caching mode,
+                           ///< where a graph takes QCustomPlot's own path), not the screen
+};
+
+/// The plot holding one graph of `points`, as drawn on screen (replotted into the widget's buffers and
+/// grabbed), or exported.
+QImage render(Drawer drawer, const Look &look, const QVector<QCPGraphData> &points = sampleData())
 {
     QCustomPlot plot;
     plot.resize(500, 300);
     plot.setPlottingHints(QCP::phFastPolylines | QCP::phCacheLabels); // as MetricPlots sets them
     QCPAxisRect *rect = plot.axisRect();
-    QCPGraph *graph = dense ? new ui::DenseGraph(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft))
-                            : new QCPGraph(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
+    QCPAxis *x = rect->axis(QCPAxis::atBottom);
+    QCPAxis *y = rect->axis(QCPAxis::atLeft);
+    ui::CurveCanvas *canvas = drawer == Drawer::Canvas ? new ui::CurveCanvas(rect) : nullptr; // owned by the plot
+    QCPGraph *graph = drawer == Drawer::QCustomPlot ? new QCPGraph(x, y) : new ui::DenseGraph(x, y);
+    if (canvas)
+        canvas->addGraph(static_cast<ui::DenseGraph *>(graph));
     graph->data()->set(points, true);
-    graph->setPen(pen);
-    graph->setAntialiased(antialiased);
-    graph->setAdaptiveSampling(adaptiveSampling);
+    graph->setPen(look.pen);
+    graph->setAntialiased(look.antialiased);
+    graph->setAdaptiveSampling(look.adaptiveSampling);
     plot.xAxis->setRange(-100, 30100);
     plot.yAxis->setRange(-2.5, 5.5);
-    if (logY) {
+    if (look.logY) {
         plot.yAxis->setScaleType(QCPAxis::stLogarithmic);
         plot.yAxis->setRange(0.05, 300);
     }
-    // As on screen: replot into the widget's buffers and grab them (toPixmap() is an export, drawn in
-    // QCustomPlot's no-caching mode, where both graphs take QCustomPlot's own slow path).
     plot.replot(QCustomPlot::rpImmediateRefresh);
-    return plot.grab().toImage();
+    return look.exported ? plot.toPixmap(500, 300).toImage() : plot.grab().toImage();
 }
 
 } // namespace
@@ -67,50 +81,25 @@ TEST(DenseGraph, DrawsTheSamePixelsAsQCPGraphWithoutAntialiasing)
     // Opaque, and translucent as the raw line's pen (overlapping segments blend as often as QCustomPlot's).
     for (const QColor &color : {QColor(31, 119, 180), QColor(31, 119, 180, 70)}) {
         for (const bool adaptive : {true, false}) {
-            const QImage ours = render(true, QPen(color, 1), false, adaptive);
-            const QImage theirs = render(false, QPen(color, 1), false, adaptive);
+            const QImage ours = render(Drawer::Dense, {QPen(color, 1), false, adaptive});
+            const QImage theirs = render(Drawer::QCustomPlot, {QPen(color, 1), false, adaptive});
             ASSERT_EQ(ours.size(), theirs.size());
             EXPECT_TRUE(ours == theirs) << "alpha " << color.alpha() << ", adaptive sampling " << adaptive;
         }
     }
-    EXPECT_FALSE(render(true, QPen(Qt::blue, 1), false) == render(true, QPen(Qt::NoPen), false)) << "a curve is drawn";
+    EXPECT_FALSE(render(Drawer::Dense, {QPen(Qt::blue, 1), false}) == render(Drawer::Dense, {QPen(Qt::NoPen), false})) << "a curve is drawn";
 }
 
 TEST(DenseGraph, DrawsTheSamePixelsAsQCPGraphWithAntialiasing)
 {
     const QPen pen(QColor(255, 127, 14), 2); // the smoothed line's pen
-    const QImage ours = render(true, pen, true);
-    const QImage theirs = render(false, pen, true);
+    const QImage ours = render(Drawer::Dense, {pen, true});
+    const QImage theirs = render(Drawer::QCustomPlot, {pen, true});
     ASSERT_EQ(ours.size(), theirs.size());
     EXPECT_TRUE(ours == theirs) << "one drawLines call drew other pixels than a drawLine per segment";
 }
 
 namespace {
-
-/// A plot with one DenseGraph of `data` drawn by a CurveCanvas; returns what the screen shows, and with
-/// `exported` what toPixmap() (an export, where the graph draws itself) gives instead.
-QImage renderOnCanvas(const QVector<QCPGraphData> &data, const QPen &pen, bool antialiased, bool exported = false,
-                      bool logY = false)
-{
-    QCustomPlot plot;
-    plot.resize(500, 300);
-    plot.setPlottingHints(QCP::phFastPolylines | QCP::phCacheLabels);
-    QCPAxisRect *rect = plot.axisRect();
-    auto *canvas = new ui::CurveCanvas(rect); // owned by the plot
-    auto *graph = new ui::DenseGraph(rect->axis(QCPAxis::atBottom), rect->axis(QCPAxis::atLeft));
-    canvas->addGraph(graph);
-    graph->data()->set(data, true);
-    graph->setPen(pen);
-    graph->setAntialiased(antialiased);
-    plot.xAxis->setRange(-100, 30100);
-    plot.yAxis->setRange(-2.5, 5.5);
-    if (logY) {
-        plot.yAxis->setScaleType(QCPAxis::stLogarithmic);
-        plot.yAxis->setRange(0.05, 300);
-    }
-    plot.replot(QCustomPlot::rpImmediateRefresh);
-    return exported ? plot.toPixmap(500, 300).toImage() : plot.grab().toImage();
-}
 
 /// The largest difference of one colour channel between two images of one size.
 int largestChannelDifference(const QImage &a, const QImage &b)
@@ -141,7 +130,7 @@ TEST(DenseGraph, OnACanvasTheCanvasDrawsItOnceOnScreenAndExportsDrawItThemselves
     QPainter(&once).fillRect(QRect(0, 0, 1, 1), pen);
     const QRgb expected = once.pixel(0, 0);
     for (const bool exported : {false, true}) {
-        const QImage image = renderOnCanvas(level, QPen(pen, 1), false, exported);
+        const QImage image = render(Drawer::Canvas, {QPen(pen, 1), false, true, false, exported}, level);
         // In each column one pixel tinted by the pen (the grid is grey, the axes black), and that one the
         // pen blended once: drawn by both canvas and graph, it is blended twice or there are two lines.
         for (int column = 100; column < 400; ++column) {
@@ -162,11 +151,11 @@ TEST(DenseGraph, OnACanvasAnAntialiasedLineLooksAsQCPGraphDrawsIt)
     // Drawn into the canvas' transparent image and then copied over the background, or straight onto
     // the background: the same pixels but for rounding in the edges' blending.
     const QPen pen(QColor(255, 127, 14), 2);
-    const QImage canvas = renderOnCanvas(sampleData(), pen, true);
-    const QImage direct = render(false, pen, true);
+    const QImage canvas = render(Drawer::Canvas, {pen, true});
+    const QImage direct = render(Drawer::QCustomPlot, {pen, true});
     ASSERT_EQ(canvas.size(), direct.size());
     EXPECT_LE(largestChannelDifference(canvas, direct), 3);
-    EXPECT_FALSE(canvas == render(false, QPen(Qt::NoPen), true)) << "a curve is drawn";
+    EXPECT_FALSE(canvas == render(Drawer::QCustomPlot, {QPen(Qt::NoPen), true})) << "a curve is drawn";
 }
 
 namespace {
@@ -209,8 +198,8 @@ TEST(DenseGraph, OnACanvasAnAliasedLineIsQCPGraphsLineToWithinAPixel)
     for (const bool logY : {false, true}) {
         SCOPED_TRACE(logY ? "log y" : "linear y");
         const QVector<QCPGraphData> &points = logY ? positive : sampleData();
-        expectSameLineToWithinAPixel(renderOnCanvas(points, QPen(QColor(31, 119, 180), 1), false, false, logY),
-                                     render(false, QPen(QColor(31, 119, 180), 1), false, false, points, logY));
+        expectSameLineToWithinAPixel(render(Drawer::Canvas, {QPen(QColor(31, 119, 180), 1), false, true, logY}, points),
+                                     render(Drawer::QCustomPlot, {QPen(QColor(31, 119, 180), 1), false, false, logY}, points));
     }
 }
 
