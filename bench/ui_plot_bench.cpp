@@ -1,5 +1,5 @@
 // The metric plots under load, offscreen: 8 overlaid runs of 1 M points each.
-//   build/bench/ui_plot_bench [--runs N] [--points N] [--seconds S] [--loss-only]
+//   build/bench/ui_plot_bench [--runs N] [--points N] [--seconds S] [--loss-only] [--beside 'COMMAND']
 //   build/bench/ui_plot_bench --screenshot plots.png [--dark]   (three sample runs, then exits)
 // Prints, against the targets of issue 10:
 //   open      setRuns of one run of N points + the first draw (median of 5), target <= 300 ms
@@ -9,7 +9,10 @@
 //   latency   how late a 10 ms timer fires (beyond its due time) while a timer appends points at a
 //             training-like rate (25 flushes/s of 4 steps, every shown metric, the view following):
 //             p50 / p99 / max, target p99 <= 50 ms
-// No asserts: numbers only. "all metrics" gives each run every default metric at N points.
+// No asserts: numbers only. "all metrics" gives each run every default metric at N points. --beside runs a
+// shell command for the whole measurement (e.g. a training run: --beside 'build/app/tunebench train
+// --threads 1 --steps 100000 --output /tmp/beside'), stopped at the end: the plots' numbers with the
+// machine's cores shared as they are while a run trains.
 
 #include "ui/widgets/metricplots.h"
 #include "ui/widgets/qcustomplotinclude.h"
@@ -18,6 +21,9 @@
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QMouseEvent>
+#include <QProcess>
+#include <QScopeGuard>
+#include <QThread>
 #include <QTimer>
 #include <QWheelEvent>
 
@@ -41,6 +47,7 @@ struct Options {
     bool lossOnly = false;
     QString screenshot;
     bool dark = false;
+    QString beside;
 };
 
 double nowMs()
@@ -337,14 +344,37 @@ int main(int argc, char **argv)
             options.screenshot = QString::fromLocal8Bit(next());
         else if (arg == "--dark")
             options.dark = true;
+        else if (arg == "--beside")
+            options.beside = QString::fromLocal8Bit(next());
         else {
-            std::fprintf(stderr, "usage: ui_plot_bench [--runs N] [--points N] [--seconds S] [--loss-only] | --screenshot PNG [--dark]\n");
+            std::fprintf(stderr, "usage: ui_plot_bench [--runs N] [--points N] [--seconds S] [--loss-only] [--beside 'COMMAND'] | "
+                                 "--screenshot PNG [--dark]\n");
             return 2;
         }
     }
     QApplication app(argc, argv);
     if (!options.screenshot.isEmpty())
         return screenshot(options);
+    QProcess beside;
+    if (!options.beside.isEmpty()) {
+        beside.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        beside.setStandardOutputFile(QProcess::nullDevice());
+        beside.start(QStringLiteral("/bin/sh"), {QStringLiteral("-c"), QStringLiteral("exec ") + options.beside});
+        if (!beside.waitForStarted()) {
+            std::fprintf(stderr, "ui_plot_bench: cannot start %s\n", qPrintable(options.beside));
+            return 1;
+        }
+        QThread::sleep(3); // past its start-up, into its steady work
+        std::printf("beside: %s (pid %lld)\n", qPrintable(options.beside), beside.processId());
+    }
+    const auto stopBeside = qScopeGuard([&] {
+        if (beside.state() != QProcess::NotRunning) {
+            beside.terminate();
+            if (!beside.waitForFinished(5000))
+                beside.kill();
+            beside.waitForFinished(2000);
+        }
+    });
     const QStringList keys = benchMetrics(options.lossOnly);
     std::printf("ui_plot_bench: %d runs x %d points, %s, window 1400x900, platform %s\n", options.runs, options.points,
                 options.lossOnly ? "train/loss only" : "every default metric (5 stacked plots)",
