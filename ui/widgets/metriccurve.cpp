@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
-#include <limits>
 
 namespace ui {
 namespace {
@@ -14,14 +12,6 @@ using engine::report::XYSeries;
 constexpr int kRungBuckets[] = {65536, 16384, 4096, 1024};
 /// Below this many points a curve is decimated straight from its points.
 constexpr size_t kPyramidMinPoints = 8 * 8192;
-
-/// Which of `count` equal stretches of [origin, origin + count / perUnit] holds x (x >= origin), as
-/// decimateMinMax cuts its buckets: one multiplication.
-inline int stretchOf(double x, double origin, double perUnit, int count)
-{
-    const double position = (x - origin) * perUnit;
-    return position <= 0 ? 0 : position < count - 1 ? int(position) : count - 1;
-}
 
 } // namespace
 
@@ -73,48 +63,12 @@ const std::vector<double> &MetricCurve::smoothed(double weight)
     return m_smoothed;
 }
 
-void MetricCurve::addToBucket(Bucket &bucket, size_t index, const std::vector<double> &ys)
-{
-    const auto i = std::uint32_t(index);
-    const double value = ys[index];
-    if (!std::isfinite(value)) {
-        if (bucket.gap == Bucket::kNone)
-            bucket.gap = i;
-        return;
-    }
-    if (bucket.first == Bucket::kNone) {
-        bucket.first = bucket.lowest = bucket.highest = i;
-    } else {
-        bucket.lowest = value < ys[bucket.lowest] ? i : bucket.lowest; // strict: the earliest of equals
-        bucket.highest = value > ys[bucket.highest] ? i : bucket.highest;
-    }
-    bucket.last = i;
-}
-
-void MetricCurve::mergeBucket(Bucket &into, const Bucket &next, const std::vector<double> &ys)
-{
-    if (next.gap != Bucket::kNone && into.gap == Bucket::kNone)
-        into.gap = next.gap;
-    if (next.first == Bucket::kNone)
-        return;
-    if (into.first == Bucket::kNone) {
-        into.first = next.first;
-        into.lowest = next.lowest;
-        into.highest = next.highest;
-    } else {
-        into.lowest = ys[next.lowest] < ys[into.lowest] ? next.lowest : into.lowest;
-        into.highest = ys[next.highest] > ys[into.highest] ? next.highest : into.highest;
-    }
-    into.last = next.last;
-}
-
 void MetricCurve::updatePyramid(X axis, bool withSmooth)
 {
     Pyramid &pyramid = m_pyramids[axis == X::Step ? 0 : 1];
     const std::vector<double> &xs = x(axis);
     const size_t n = xs.size();
-    if (n < kPyramidMinPoints || n >= Bucket::kNone || !std::isfinite(xs.front()) || !std::isfinite(xs.back())
-        || !(xs.back() > xs.front())) {
+    if (n < kPyramidMinPoints || !std::isfinite(xs.front()) || !std::isfinite(xs.back()) || !(xs.back() > xs.front())) {
         pyramid = Pyramid();
         return;
     }
@@ -126,31 +80,21 @@ void MetricCurve::updatePyramid(X axis, bool withSmooth)
     pyramid.rungs.clear();
     pyramid.covered = n;
     pyramid.smoothValid = withSmooth;
-    // The finest rung from the points, each coarser one from the one before (its buckets are whole
-    // groups of the finer rung's: the counts divide each other).
-    const double origin = xs.front();
     for (const int buckets : kRungBuckets) {
-        if (n <= 8 * size_t(buckets))
-            continue; // would keep (nearly) every point: no gain
+        const size_t sourceSize = pyramid.rungs.empty() ? n : pyramid.rungs.back().raw.x.size();
+        if (sourceSize <= 8 * size_t(buckets))
+            continue; // would keep (nearly) everything: no gain
         Rung rung;
         rung.buckets = buckets;
-        for (const bool smooth : {false, true}) {
-            if (smooth && !withSmooth)
-                continue;
-            const std::vector<double> &ys = smooth ? m_smoothed : m_value;
-            std::vector<Bucket> &out = smooth ? rung.smooth : rung.raw;
-            out.assign(size_t(buckets), Bucket());
-            if (pyramid.rungs.empty()) {
-                const double perUnit = buckets / (xs[n - 1] - origin);
-                for (size_t i = 0; i < n; ++i)
-                    addToBucket(out[size_t(stretchOf(xs[i], origin, perUnit, buckets))], i, ys);
-            } else {
-                const Rung &finer = pyramid.rungs.back();
-                const std::vector<Bucket> &source = smooth ? finer.smooth : finer.raw;
-                const size_t group = size_t(finer.buckets / buckets);
-                for (size_t k = 0; k < source.size(); ++k)
-                    mergeBucket(out[k / group], source[k], ys);
-            }
+        if (pyramid.rungs.empty()) {
+            rung.raw = engine::report::decimateMinMax(xs, m_value, xs.front(), xs.back(), buckets);
+            if (withSmooth)
+                rung.smooth = engine::report::decimateMinMax(xs, m_smoothed, xs.front(), xs.back(), buckets);
+        } else {
+            const Rung &finer = pyramid.rungs.back();
+            rung.raw = engine::report::decimateMinMax(finer.raw.x, finer.raw.y, xs.front(), xs.back(), buckets);
+            if (withSmooth)
+                rung.smooth = engine::report::decimateMinMax(finer.smooth.x, finer.smooth.y, xs.front(), xs.back(), buckets);
         }
         pyramid.rungs.push_back(std::move(rung));
     }
@@ -194,12 +138,12 @@ XYSeries MetricCurve::visible(X axis, bool smoothedLine, double a, double b, int
 
     // The rung for the points it covers, the points themselves after it.
     const double coveredEnd = xs[covered - 1];
-    const std::vector<Bucket> &rung = smoothedLine ? chosen->smooth : chosen->raw;
+    const XYSeries &rung = smoothedLine ? chosen->smooth : chosen->raw;
     XYSeries out;
     if (a <= coveredEnd) {
         const double upper = std::min(b, coveredEnd);
         const int share = std::max(1, int(std::lround(buckets * (upper - a) / std::max(b - a, 1e-300))));
-        readRung(rung, xs, coveredEnd, ys, a, upper, share, out);
+        out = engine::report::decimateMinMax(rung.x, rung.y, a, upper, share);
     }
     if (b > coveredEnd && covered < xs.size()) {
         const double lower = std::max(a, xs[covered]);
@@ -215,67 +159,6 @@ XYSeries MetricCurve::visible(X axis, bool smoothedLine, double a, double b, int
         }
     }
     return out;
-}
-
-void MetricCurve::readRung(const std::vector<Bucket> &rung, const std::vector<double> &xs, double coveredEnd,
-                           const std::vector<double> &ys, double a, double b, int columns, XYSeries &out)
-{
-    const int count = int(rung.size());
-    const double origin = xs.front();
-    const double perUnit = count / (coveredEnd - origin);
-    const int from = stretchOf(a, origin, perUnit, count);
-    const int to = stretchOf(b, origin, perUnit, count);
-    const auto emit = [&](const Bucket &bucket) {
-        std::uint32_t kept[5] = {bucket.first, std::min(bucket.lowest, bucket.highest),
-                                 std::max(bucket.lowest, bucket.highest), bucket.last, bucket.gap};
-        if (bucket.gap != Bucket::kNone || bucket.first == Bucket::kNone)
-            std::sort(std::begin(kept), std::end(kept)); // kNone sorts last
-        for (size_t k = 0; k < 5 && kept[k] != Bucket::kNone; ++k) {
-            if (k > 0 && kept[k] == kept[k - 1])
-                continue;
-            out.x.push_back(xs[kept[k]]);
-            out.y.push_back(kept[k] == bucket.gap ? std::numeric_limits<double>::quiet_NaN() : ys[kept[k]]);
-        }
-    };
-    out.x.reserve(out.x.size() + 4 * size_t(columns) + 2);
-    out.y.reserve(out.y.size() + 4 * size_t(columns) + 2);
-    // The point before the view (so the line runs to its edge): the last one of the nearest bucket
-    // before, with one.
-    for (int k = from - 1; k >= 0; --k) {
-        if (rung[size_t(k)].last != Bucket::kNone) {
-            out.x.push_back(xs[rung[size_t(k)].last]);
-            out.y.push_back(ys[rung[size_t(k)].last]);
-            break;
-        }
-    }
-    // The rung's buckets that reach into [a, b], each whole in the column its first point falls in (a
-    // bucket is at most half a column wide): per column, the first, lowest, highest and last point of
-    // its buckets and their first gap, in x order, as decimateMinMax keeps a column's points.
-    const double columnsPerUnit = b > a ? columns / (b - a) : 0.0;
-    Bucket column;
-    int current = -1;
-    for (int k = from; k <= to; ++k) {
-        const Bucket &bucket = rung[size_t(k)];
-        if (bucket.empty())
-            continue;
-        const int at = stretchOf(xs[bucket.first != Bucket::kNone ? bucket.first : bucket.gap], a, columnsPerUnit, columns);
-        if (at != current && !column.empty()) {
-            emit(column);
-            column = Bucket();
-        }
-        current = at;
-        mergeBucket(column, bucket, ys);
-    }
-    if (!column.empty())
-        emit(column);
-    // And the point after it.
-    for (int k = to + 1; k < count; ++k) {
-        if (rung[size_t(k)].first != Bucket::kNone) {
-            out.x.push_back(xs[rung[size_t(k)].first]);
-            out.y.push_back(ys[rung[size_t(k)].first]);
-            break;
-        }
-    }
 }
 
 } // namespace ui

@@ -1,9 +1,7 @@
 #pragma once
 // One run's metric as the plots hold it: every stored point, the debiased moving average over all of
 // them (engine/report/series.h), and a min/max pyramid per x (step, time) so that a view of millions
-// of points reads a few buckets per pixel column, not all of them: each rung cuts x into equal stretches
-// and keeps, per stretch, the indices of its first, lowest, highest and last points (20 bytes, raw and
-// smoothed each), each rung 4x coarser than the one before. Qt-free; one thread.
+// of points reads a few times its pixel count of points, not all of them. Qt-free; one thread.
 //
 //   MetricCurve curve;
 //   curve.append(step, secondsSinceStart, value);              // in step order
@@ -14,7 +12,6 @@
 #include "engine/store/runstore.h"
 
 #include <cstddef>
-#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -47,25 +44,16 @@ public:
     void prepare(X axis, std::optional<double> weight);
     /// The points to draw for x in [a, b] at `buckets` columns: decimateMinMax of the stored (or, after
     /// prepare() with a weight, smoothed) values, read from the coarsest rung of the pyramid that still
-    /// has two of its buckets per column, so each column's min and max survive (a rung's bucket counts
-    /// whole in one column: to within half a column). Every point returned is a stored (or smoothed)
-    /// one, at its own x.
+    /// has two of its buckets per column, so each column's min and max survive (to within an eighth of
+    /// a column). Every point returned is a stored (or smoothed) one, at its own x.
     engine::report::XYSeries visible(X axis, bool smoothedLine, double a, double b, int buckets) const;
 
 private:
-    /// One stretch of x as a rung keeps it: indices of its first, lowest, highest and last finite
-    /// points and of its first non-finite one (kNone: none), into the points.
-    struct Bucket {
-        static constexpr std::uint32_t kNone = 0xffffffffu;
-        std::uint32_t first = kNone, lowest = kNone, highest = kNone, last = kNone, gap = kNone;
-        bool empty() const { return first == kNone && gap == kNone; }
-    };
-    /// One rung: the covered points cut into `buckets` equal stretches of x, for the raw and the
-    /// smoothed values. 20 bytes a bucket, whatever the values.
+    /// One rung: the raw and the smoothed values decimated to `buckets` columns over the whole curve.
     struct Rung {
         int buckets = 0;
-        std::vector<Bucket> raw;
-        std::vector<Bucket> smooth;
+        engine::report::XYSeries raw;
+        engine::report::XYSeries smooth;
     };
     struct Pyramid {
         std::vector<Rung> rungs;
@@ -73,14 +61,6 @@ private:
         bool smoothValid = false;
     };
     void updatePyramid(X axis, bool withSmooth);
-    /// Point `index` (of `ys`) into a bucket that holds only points before it.
-    static void addToBucket(Bucket &bucket, size_t index, const std::vector<double> &ys);
-    /// The bucket after `into` (its points later in x) into it.
-    static void mergeBucket(Bucket &into, const Bucket &next, const std::vector<double> &ys);
-    /// The points of [a, b] at `columns` columns from one rung (built over the points up to x =
-    /// coveredEnd), appended to `out`, with the one point just outside each side.
-    static void readRung(const std::vector<Bucket> &rung, const std::vector<double> &xs, double coveredEnd,
-                         const std::vector<double> &ys, double a, double b, int columns, engine::report::XYSeries &out);
 
     std::vector<double> m_step;
     std::vector<double> m_time;
