@@ -2,10 +2,28 @@
 
 #include "engine/core/error.h"
 
+#include <sys/resource.h>
+
+#include <cerrno>
+#include <algorithm>
 #include <functional>
 #include <utility>
 
 namespace app {
+namespace {
+
+/// Makes the calling thread `by` nicer than it is (Linux keeps a nice value per thread; threads it
+/// starts inherit it). Best effort: a refusal leaves the priority as it was.
+void makeThisThreadNicer(int by)
+{
+    errno = 0;
+    const int now = getpriority(PRIO_PROCESS, 0);
+    if (now == -1 && errno != 0)
+        return;
+    setpriority(PRIO_PROCESS, 0, std::min(now + by, 19));
+}
+
+} // namespace
 
 EngineBridge::EngineBridge(QObject *parent, TrainingFunction train, GenerateFunction generate) : QObject(parent)
 {
@@ -35,6 +53,8 @@ EngineBridge::EngineBridge(QObject *parent, TrainingFunction train, GenerateFunc
     connect(m_worker, &EngineWorker::generatedText, this, &EngineBridge::generatedText);
     connect(m_worker, &EngineWorker::generationFinished, this, &EngineBridge::onGenerationFinished);
     m_thread.setObjectName(QStringLiteral("tunebench engine"));
+    // First thing on the engine thread, before it loads libtorch or starts a job.
+    connect(&m_thread, &QThread::started, m_worker, [] { makeThisThreadNicer(kEngineNiceness); }, Qt::DirectConnection);
     m_thread.start();
 }
 

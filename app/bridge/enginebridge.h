@@ -40,6 +40,10 @@ public:
     /// train: the function that runs training jobs; empty means engine::train::runTraining.
     /// generate: the function that generates text; empty means engine::infer::generate.
     explicit EngineBridge(QObject *parent = nullptr, TrainingFunction train = {}, GenerateFunction generate = {});
+    /// How much nicer (lower CPU priority) than the UI thread the engine thread runs: a run's threads
+    /// (libtorch's intra-op threads are started from it and inherit it) give way when the window needs a
+    /// core to redraw, and take every core while it does not.
+    static constexpr int kEngineNiceness = 5;
     /// Cancels a running job and waits for the engine thread to end.
     ~EngineBridge() override;
 

@@ -11,8 +11,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <iostream>
 #include <stdexcept>
@@ -145,6 +148,32 @@ TEST(EngineBridge, RunsTheJobOnAnotherThreadAndSucceeds)
         for (const StepMetrics &m : args.at(0).value<QList<StepMetrics>>())
             EXPECT_EQ(m.step, next++);
     EXPECT_EQ(next, 11);
+}
+
+// Training runs nicer than the window: the engine thread, and the threads a job starts from it (as
+// libtorch's intra-op threads are), get less of a busy CPU than the UI thread, so redraws come first.
+TEST(EngineBridge, JobsRunAtALowerCpuPriorityThanTheWindow)
+{
+    errno = 0;
+    const int window = getpriority(PRIO_PROCESS, 0);
+    ASSERT_FALSE(window == -1 && errno != 0);
+    std::atomic<int> job{-100}, started{-100};
+    app::EngineBridge bridge(nullptr, [&](const TrainingParams &params, JobControl &, TrainingObserver &) {
+        job = getpriority(PRIO_PROCESS, 0);
+        std::thread([&] { started = getpriority(PRIO_PROCESS, 0); }).join();
+        TrainingOutcome outcome;
+        outcome.status = JobStatus::Succeeded;
+        outcome.stepsCompleted = params.steps;
+        return outcome;
+    });
+    QSignalSpy finished(&bridge, &app::EngineBridge::jobFinished);
+    QString error;
+    ASSERT_TRUE(bridge.startTraining(smallParams(), &error)) << error.toStdString();
+    EXPECT_TRUE(waitForOutcome(finished).succeeded());
+    const int expected = std::min(window + app::EngineBridge::kEngineNiceness, 19);
+    EXPECT_EQ(job.load(), expected);
+    EXPECT_EQ(started.load(), expected) << "a thread the job starts inherits it";
+    EXPECT_EQ(getpriority(PRIO_PROCESS, 0), window) << "the window's thread keeps its own";
 }
 
 TEST(EngineBridge, RefusesASecondJobAndCancels)
