@@ -718,21 +718,21 @@ void MetricPlots::rebuildPlots()
             for (const auto &panel : m_panels) {
                 QCPAxis *xAxis = panel->rect->axis(QCPAxis::atBottom);
                 QCPAxis *yAxis = panel->rect->axis(QCPAxis::atLeft);
+                const auto newGraph = [&] { // on the plot's canvas, above the ones before it
+                    auto *graph = new DenseGraph(xAxis, yAxis);
+                    graph->setName(run->label);
+                    panel->canvas->addGraph(graph);
+                    return graph;
+                };
                 for (const QString &key : panel->keys) {
                     GraphRef &ref = run->graphs[key.toStdString()];
                     if (pass == 0) {
                         ref.style = styleFor(key);
                         ref.eval = key.startsWith(QLatin1String("eval/"));
                         ref.secondary = key != panel->keys.front() && !ref.eval;
-                        auto *graph = new DenseGraph(xAxis, yAxis);
-                        graph->setName(run->label);
-                        panel->canvas->addGraph(graph);
-                        ref.raw = graph;
+                        ref.raw = newGraph();
                     } else if (ref.style.smoothed) {
-                        auto *graph = new DenseGraph(xAxis, yAxis);
-                        graph->setName(run->label);
-                        panel->canvas->addGraph(graph);
-                        ref.smooth = graph;
+                        ref.smooth = newGraph();
                     }
                 }
             }

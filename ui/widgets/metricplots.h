@@ -121,8 +121,8 @@ public:
     bool exportCsv(const QString &path, QString *error);
 
     /// Whether each redraw decimates its curves and draws its plots on several threads (ui::parallelFor;
-    /// default on). Off
-    /// for the benchmark's side-by-side measurement and the test that both give the same lines.
+    /// default on). Off for the benchmark's side-by-side measurement and the test that both give the same
+    /// lines and pictures.
     void setParallelRefresh(bool on) { m_parallelRefresh = on; }
 
     // For tests and the Runs page.
