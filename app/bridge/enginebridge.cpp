@@ -4,8 +4,8 @@
 
 #include <sys/resource.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <functional>
 #include <utility>
 

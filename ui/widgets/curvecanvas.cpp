@@ -40,8 +40,8 @@ void CurveCanvas::render()
 
 void CurveCanvas::draw(QCPPainter *painter)
 {
-    if (painter->modes().testFlag(QCPPainter::pmVectorized) || painter->modes().testFlag(QCPPainter::pmNoCaching))
-        return; // an export: the graphs draw themselves
+    if (DenseGraph::isExport(*painter))
+        return; // the graphs draw themselves
     if (!m_rect)
         return;
     if (m_renderedRect != m_rect->rect() || m_image.devicePixelRatio() != parentPlot()->bufferDevicePixelRatio())

@@ -36,6 +36,7 @@ class ColumnSpans {
 public:
     explicit ColumnSpans(int width) : m_lo(size_t(width), kInf), m_hi(size_t(width), -kInf), m_width(width) {}
 
+    int width() const { return m_width; }
     bool empty(int c) const { return m_lo[size_t(c)] > m_hi[size_t(c)]; }
     double lo(int c) const { return m_lo[size_t(c)]; }
     double hi(int c) const { return m_hi[size_t(c)]; }
@@ -88,7 +89,7 @@ private:
 
 /// Leaves out the columns that fall in the dashes' gaps, measuring the line's length column by column
 /// (a column's share: its step across and the rise within it or from the column before).
-void applyDashes(ColumnSpans &spans, int width, const QVector<double> &dashes)
+void applyDashes(ColumnSpans &spans, const QVector<double> &dashes)
 {
     double period = 0;
     for (const double length : dashes)
@@ -97,7 +98,7 @@ void applyDashes(ColumnSpans &spans, int width, const QVector<double> &dashes)
         return;
     double along = 0;
     double previousMid = std::numeric_limits<double>::quiet_NaN();
-    for (int c = 0; c < width; ++c) {
+    for (int c = 0; c < spans.width(); ++c) {
         if (spans.empty(c)) {
             previousMid = std::numeric_limits<double>::quiet_NaN();
             continue;
@@ -154,7 +155,7 @@ void rasterizeCurve(QImage &image, const QVector<QPointF> &points, const CurvePe
     }
     if (run == 1)
         spans.addSegment(previous, previous);
-    applyDashes(spans, width, pen.dashes);
+    applyDashes(spans, pen.dashes);
 
     // A pen of w device pixels: each column's rows widened by w - 1, and w columns wide (the union of
     // the spans around it, so a translucent pixel is still blended once).

@@ -40,11 +40,16 @@ private:
 
 } // namespace
 
-bool DenseGraph::antialiasedNow(QCP::AntialiasedElement element, bool own) const
+bool DenseGraph::isExport(const QCPPainter &painter)
 {
-    if (parentPlot()->notAntialiasedElements().testFlag(element))
+    return painter.modes().testFlag(QCPPainter::pmVectorized) || painter.modes().testFlag(QCPPainter::pmNoCaching);
+}
+
+bool DenseGraph::antialiasedNow() const
+{
+    if (parentPlot()->notAntialiasedElements().testFlag(QCP::aePlottables))
         return false;
-    return parentPlot()->antialiasedElements().testFlag(element) || own;
+    return parentPlot()->antialiasedElements().testFlag(QCP::aePlottables) || antialiased();
 }
 
 double DenseGraph::selectTest(const QPointF &pos, bool onlySelectable, QVariant *details) const
@@ -54,8 +59,7 @@ double DenseGraph::selectTest(const QPointF &pos, bool onlySelectable, QVariant 
 
 void DenseGraph::draw(QCPPainter *painter)
 {
-    const bool exporting = painter->modes().testFlag(QCPPainter::pmVectorized) || painter->modes().testFlag(QCPPainter::pmNoCaching);
-    if (m_onCanvas && !exporting)
+    if (m_onCanvas && !isExport(*painter))
         return; // the canvas shows it
     QCPGraph::draw(painter);
 }
@@ -68,7 +72,7 @@ void DenseGraph::render(QImage &image, const QPoint &origin)
         || data()->isEmpty() || lineStyle() != lsLine)
         return;
     const double ratio = image.devicePixelRatio();
-    if (antialiasedNow(QCP::aePlottables, antialiased())) {
+    if (antialiasedNow()) {
         // Antialiased: QCustomPlot's own drawing (with this class' drawLinePlot), into the image.
         QCPPainter painter(&image);
         painter.translate(-QPointF(origin));
@@ -101,8 +105,7 @@ void DenseGraph::render(QImage &image, const QPoint &origin)
 void DenseGraph::drawLinePlot(QCPPainter *painter, const QVector<QPointF> &lines) const
 {
     QPen pen = painter->pen();
-    if (pen.style() != Qt::SolidLine || painter->modes().testFlag(QCPPainter::pmVectorized)
-        || painter->modes().testFlag(QCPPainter::pmNoCaching)) {
+    if (pen.style() != Qt::SolidLine || isExport(*painter)) {
         QCPGraph::drawLinePlot(painter, lines);
         return;
     }

@@ -37,14 +37,18 @@ public:
     /// graphs take no mouse events (MetricPlots finds the point under the mouse itself).
     double selectTest(const QPointF &pos, bool onlySelectable, QVariant *details = nullptr) const override;
 
+    /// Whether `painter` draws an export (PDF, SVG: vectorized; toPixmap: no caching), where graphs draw
+    /// themselves with QCustomPlot's own path rather than through a canvas' image.
+    static bool isExport(const QCPPainter &painter);
+
 protected:
     void draw(QCPPainter *painter) override;
     void drawLinePlot(QCPPainter *painter, const QVector<QPointF> &lines) const override;
 
 private:
-    /// Whether the plot's settings draw this graph's line (`element` aePlottables) or marks (aeScatters)
-    /// antialiased now, as QCPLayerable::applyAntialiasingHint decides.
-    bool antialiasedNow(QCP::AntialiasedElement element, bool own) const;
+    /// Whether the plot's settings draw this graph's line antialiased now, as
+    /// QCPLayerable::applyAntialiasingHint decides for plottables.
+    bool antialiasedNow() const;
 
     bool m_onCanvas = false;
     mutable QVector<QLineF> m_segments; ///< reused between draws
