@@ -14,22 +14,17 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-/// The points [begin, end) of one bucket as decimateMinMax keeps them, appended to `out`.
-void keepBucket(const std::vector<double> &x, const std::vector<double> &y, size_t begin, size_t end, XYSeries &out)
-{
-    constexpr size_t kNone = std::numeric_limits<size_t>::max();
-    size_t first = kNone, last = kNone, lowest = kNone, highest = kNone, gap = kNone;
-    double low = std::numeric_limits<double>::infinity();
-    double high = -low;
-    for (size_t i = begin; i < end; ++i) {
-        const double value = y[i];
+/// One bucket's points as decimateMinMax keeps them: its first, lowest, highest and last finite points
+/// and its first non-finite one, seen one point at a time in x order.
+class BucketScan {
+public:
+    void add(size_t i, double value)
+    {
         if (!std::isfinite(value)) [[unlikely]] {
-            if (gap == kNone)
-                gap = i;
-            continue;
+            gap = gap == kNone ? i : gap;
+            return;
         }
-        if (first == kNone)
-            first = i;
+        first = first == kNone ? i : first;
         // Selects, not branches: on noisy values every branch here would be a coin toss. Strict
         // comparisons keep the earliest of equal extremes.
         const bool lower = value < low;
@@ -40,17 +35,28 @@ void keepBucket(const std::vector<double> &x, const std::vector<double> &y, size
         highest = higher ? i : highest;
         last = i;
     }
-    // x order: first <= the extremes <= last already; only a gap's point needs placing.
-    size_t kept[5] = {first, std::min(lowest, highest), std::max(lowest, highest), last, gap};
-    if (gap != kNone)
-        std::sort(std::begin(kept), std::end(kept)); // kNone sorts last
-    for (size_t k = 0; k < 5 && kept[k] != kNone; ++k) {
-        if (k > 0 && kept[k] == kept[k - 1])
-            continue;
-        out.x.push_back(x[kept[k]]);
-        out.y.push_back(kept[k] == gap ? kNaN : y[kept[k]]);
+
+    /// Appends the kept points to `out`, in x order, each once (a gap's point with y = NaN).
+    void keep(const std::vector<double> &x, const std::vector<double> &y, XYSeries &out) const
+    {
+        // x order: first <= the extremes <= last already; only a gap's point needs placing.
+        size_t kept[5] = {first, std::min(lowest, highest), std::max(lowest, highest), last, gap};
+        if (gap != kNone)
+            std::sort(std::begin(kept), std::end(kept)); // kNone sorts last
+        for (size_t k = 0; k < 5 && kept[k] != kNone; ++k) {
+            if (k > 0 && kept[k] == kept[k - 1])
+                continue;
+            out.x.push_back(x[kept[k]]);
+            out.y.push_back(kept[k] == gap ? kNaN : y[kept[k]]);
+        }
     }
-}
+
+private:
+    static constexpr size_t kNone = std::numeric_limits<size_t>::max();
+    size_t first = kNone, last = kNone, lowest = kNone, highest = kNone, gap = kNone;
+    double low = std::numeric_limits<double>::infinity();
+    double high = -std::numeric_limits<double>::infinity();
+};
 
 } // namespace
 
@@ -117,25 +123,23 @@ XYSeries decimateMinMax(const std::vector<double> &x, const std::vector<double> 
         out.x.push_back(x[keepFrom]);
         out.y.push_back(y[keepFrom]);
     }
-    // The bucket of a point by one multiplication (x >= xMin here, so truncating is flooring); x ascends,
-    // so each bucket's points follow each other.
+    // One pass. A point's bucket is floor((x - xMin) * buckets / span), clamped to the last one: a bucket
+    // goes on while that position stays below its end (x ascends, so its points follow each other).
     const double span = xMax - xMin;
     const double perUnit = span > 0 ? buckets / span : 0.0;
-    const auto bucketOf = [&](double value) {
-        const double position = (value - xMin) * perUnit;
-        return position < buckets - 1 ? static_cast<int>(position) : buckets - 1;
-    };
-    size_t bucketBegin = begin;
-    int bucket = bucketOf(x[begin]);
-    for (size_t i = begin + 1; i < end; ++i) {
-        const int next = bucketOf(x[i]);
-        if (next != bucket) {
-            keepBucket(x, y, bucketBegin, i, out);
-            bucketBegin = i;
-            bucket = next;
-        }
+    const int lastBucket = buckets - 1;
+    size_t i = begin;
+    while (i < end) {
+        const double position = (x[i] - xMin) * perUnit; // >= 0: x[i] >= xMin
+        const int bucket = position < lastBucket ? static_cast<int>(position) : lastBucket;
+        const double bucketEnd = bucket < lastBucket ? double(bucket + 1) : std::numeric_limits<double>::infinity();
+        BucketScan scan;
+        do {
+            scan.add(i, y[i]);
+            ++i;
+        } while (i < end && (x[i] - xMin) * perUnit < bucketEnd);
+        scan.keep(x, y, out);
     }
-    keepBucket(x, y, bucketBegin, end, out);
     if (end < keepTo) {
         out.x.push_back(x[end]);
         out.y.push_back(y[end]);

@@ -137,24 +137,39 @@ void rasterizeCurve(QImage &image, const QVector<QPointF> &points, const CurvePe
     };
     ColumnSpans spans(width);
     // One pass: each finite point joins the one before it when that one is finite too; a run of one
-    // finite point between gaps is a dot.
+    // finite point between gaps is a dot. Most segments of a dense curve stay inside one pixel column:
+    // those only widen the extent of the column the line is in (`column`, [lo, hi]), which goes into
+    // `spans` when the line leaves it.
     QPointF previous;
-    qsizetype run = 0; // finite points in a row so far
+    bool joined = false; // the previous point was finite
+    int column = 0;
+    double lo = kInf, hi = -kInf;
+    const auto leaveColumn = [&] {
+        if (lo <= hi && column >= 0 && column < width)
+            spans.add(column, lo, hi);
+        lo = kInf;
+        hi = -kInf;
+    };
     for (const QPointF &point : points) {
         if (!finite(point)) {
-            if (run == 1)
-                spans.addSegment(previous, previous);
-            run = 0;
+            leaveColumn();
+            joined = false;
             continue;
         }
         const QPointF current = clamped(point);
-        if (run > 0)
-            spans.addSegment(previous, current);
+        const int c = floorToInt(current.x());
+        if (!joined || c != column) {
+            leaveColumn();
+            if (joined)
+                spans.addSegment(previous, current); // across columns
+            column = c;
+        }
+        lo = current.y() < lo ? current.y() : lo;
+        hi = current.y() > hi ? current.y() : hi;
         previous = current;
-        ++run;
+        joined = true;
     }
-    if (run == 1)
-        spans.addSegment(previous, previous);
+    leaveColumn();
     applyDashes(spans, pen.dashes);
 
     // A pen of w device pixels: each column's rows widened by w - 1, and w columns wide (the union of
@@ -178,9 +193,14 @@ void rasterizeCurve(QImage &image, const QVector<QPointF> &points, const CurvePe
             continue;
         const int top = std::max(0, floorToInt(lo) - before);
         const int bottom = std::min(height - 1, floorToInt(hi) + after);
-        for (int row = top; row <= bottom; ++row) {
-            auto *pixel = reinterpret_cast<quint32 *>(bits + row * stride) + c;
-            *pixel = keep == 0 ? source : source + byteMul(*pixel, keep);
+        uchar *pixel = bits + top * stride + c * qsizetype(sizeof(quint32));
+        const uchar *const stop = bits + bottom * stride + c * qsizetype(sizeof(quint32));
+        if (keep == 0) {
+            for (; pixel <= stop; pixel += stride)
+                *reinterpret_cast<quint32 *>(pixel) = source;
+        } else {
+            for (; pixel <= stop; pixel += stride)
+                *reinterpret_cast<quint32 *>(pixel) = source + byteMul(*reinterpret_cast<quint32 *>(pixel), keep);
         }
     }
 }

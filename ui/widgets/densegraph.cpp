@@ -85,10 +85,10 @@ void DenseGraph::render(QImage &image, const QPoint &origin)
     const AxisMap toX(*key);
     const AxisMap toY(*value);
     const QSharedPointer<QCPGraphDataContainer> container = data(); // once: each data() call is two atomics
-    QVector<QPointF> points;
-    points.reserve(container->size());
-    for (auto it = container->constBegin(), end = container->constEnd(); it != end; ++it)
-        points.append(QPointF((toX(it->key) - origin.x()) * ratio, (toY(it->value) - origin.y()) * ratio));
+    QVector<QPointF> points(container->size());
+    QPointF *out = points.data();
+    for (auto it = container->constBegin(), end = container->constEnd(); it != end; ++it, ++out)
+        *out = QPointF((toX(it->key) - origin.x()) * ratio, (toY(it->value) - origin.y()) * ratio);
     CurvePen line{pen().color(), std::max(1, int(std::lround(ratio))), {}};
     for (const qreal dash : pen().dashPattern()) // in pen widths
         line.dashes.append(dash * std::max(1.0, pen().widthF()) * ratio);

@@ -1096,16 +1096,24 @@ void MetricPlots::refreshVisible(bool fit)
         Job &job = jobs[size_t(index)];
         const XYSeries shown =
             job.curve->visible(axis, job.smooth, range.lower - job.offset, range.upper - job.offset, job.buckets);
-        job.data.resize(qsizetype(shown.x.size()));
-        for (size_t i = 0; i < shown.x.size(); ++i) {
-            const double x = shown.x[i] + job.offset;
-            const double value = shown.y[i] * job.ref->style.scale;
-            job.data[qsizetype(i)] = QCPGraphData(x, value);
-            if (x >= range.lower && x <= range.upper && std::isfinite(value) && (!job.log || value > 0)) {
-                job.low = std::min(job.low, value);
-                job.high = std::max(job.high, value);
-            }
+        const size_t n = shown.x.size();
+        job.data.resize(qsizetype(n));
+        QCPGraphData *out = job.data.data();
+        const double offset = job.offset;
+        const double scale = job.ref->style.scale;
+        double low = kInf, high = -kInf;
+        for (size_t i = 0; i < n; ++i) {
+            const double x = shown.x[i] + offset;
+            const double value = shown.y[i] * scale;
+            out[i].key = x; // (fields, not QCPGraphData's constructor: that is a call into the library per point)
+            out[i].value = value;
+            // The y fit: finite values in the view (positive ones on a log axis).
+            const bool counts = x >= range.lower && x <= range.upper && std::isfinite(value) && (!job.log || value > 0);
+            low = counts && value < low ? value : low;
+            high = counts && value > high ? value : high;
         }
+        job.low = low;
+        job.high = high;
     };
     if (m_parallelRefresh)
         parallelFor(int(jobs.size()), decimate);
