@@ -8,8 +8,9 @@ namespace {
 
 using engine::report::XYSeries;
 
-/// Bucket counts of the pyramid's rungs, finest first; each rung is decimated from the one before.
-constexpr int kRungBuckets[] = {65536, 16384, 4096, 1024};
+/// Bucket counts of the pyramid's rungs, finest first; each rung is decimated from the one before. Rungs
+/// 2x apart: a view reads between 2 and 4 buckets of its rung per column (4x apart read 2 to 8).
+constexpr int kRungBuckets[] = {65536, 32768, 16384, 8192, 4096, 2048, 1024};
 /// Below this many points a curve is decimated straight from its points.
 constexpr size_t kPyramidMinPoints = 8 * 8192;
 
@@ -81,9 +82,12 @@ void MetricCurve::updatePyramid(X axis, bool withSmooth)
     pyramid.covered = n;
     pyramid.smoothValid = withSmooth;
     for (const int buckets : kRungBuckets) {
-        const size_t sourceSize = pyramid.rungs.empty() ? n : pyramid.rungs.back().raw.x.size();
-        if (sourceSize <= 8 * size_t(buckets))
-            continue; // would keep (nearly) everything: no gain
+        // Worth it when it keeps at most about half its source: a bucket keeps up to 4 points, and a
+        // finer rung's bucket (half of one of these) up to 4 too.
+        const bool fromPoints = pyramid.rungs.empty();
+        const size_t sourceSize = fromPoints ? n : pyramid.rungs.back().raw.x.size();
+        if (sourceSize <= (fromPoints ? 8 : 4) * size_t(buckets))
+            continue;
         Rung rung;
         rung.buckets = buckets;
         if (pyramid.rungs.empty()) {
