@@ -158,10 +158,19 @@ void rasterizeCurve(QImage &image, const QVector<QPointF> &points, const CurvePe
         }
         const QPointF current = clamped(point);
         const int c = floorToInt(current.x());
-        if (!joined || c != column) {
+        if (joined && c == column + 1) {
+            // Into the next column (the usual way out of one): the line crosses x = c at `edge`, in both.
+            const double slope = (current.y() - previous.y()) / (current.x() - previous.x());
+            const double edge = previous.y() + slope * (c - previous.x());
+            lo = edge < lo ? edge : lo;
+            hi = edge > hi ? edge : hi;
+            leaveColumn();
+            column = c;
+            lo = hi = edge;
+        } else if (!joined || c != column) {
             leaveColumn();
             if (joined)
-                spans.addSegment(previous, current); // across columns
+                spans.addSegment(previous, current); // across several columns, or back
             column = c;
         }
         lo = current.y() < lo ? current.y() : lo;
