@@ -134,6 +134,34 @@ TEST(CurveRaster, EachTranslucentPixelIsBlendedOnce)
     EXPECT_EQ(image.pixel(50, 130), qRgb(255, 255, 255));
 }
 
+TEST(CurveRaster, EveryPixelOfAStraightLineOverAGradientIsBlendedAsQPainterBlendsIt)
+{
+    // Over a background whose every pixel differs: each pixel is either the background blended once with
+    // the pen, as QPainter blends it, or the background untouched, by the line's own rows in its column.
+    const int width = 203, height = 120;
+    QImage background = blank(width, height);
+    for (int y = 0; y < height; ++y)
+        for (int x = 0; x < width; ++x)
+            background.setPixel(x, y, qPremultiply(qRgba((x * 7) % 256, (y * 13) % 256, (x + y) % 256, 120 + (x * y) % 136)));
+    const QColor pen(30, 160, 90, 150);
+    const QPointF from(0.5, 10.5), to(width - 0.5, height - 12.5);
+    QImage image = background;
+    ui::rasterizeCurve(image, {from, to}, {pen, 1, {}});
+
+    const double slope = (to.y() - from.y()) / (to.x() - from.x());
+    const auto yAt = [&](double x) { return from.y() + slope * (x - from.x()); };
+    for (int x = 0; x < width; ++x) {
+        const int top = int(std::floor(yAt(std::max(double(x), from.x()))));
+        const int bottom = int(std::floor(yAt(std::min(double(x + 1), to.x()))));
+        for (int y = 0; y < height; ++y) {
+            QImage expected = background.copy(x, y, 1, 1);
+            if (y >= top && y <= bottom)
+                QPainter(&expected).fillRect(QRect(0, 0, 1, 1), pen);
+            ASSERT_EQ(image.pixel(x, y), expected.pixel(0, 0)) << "pixel " << x << ", " << y << " (line rows " << top << ".." << bottom << ")";
+        }
+    }
+}
+
 TEST(CurveRaster, GapsBreakTheLineAndALonePointIsADot)
 {
     QVector<QPointF> points;
