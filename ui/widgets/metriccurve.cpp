@@ -90,7 +90,7 @@ void MetricCurve::updatePyramid(X axis, bool withSmooth)
             continue;
         Rung rung;
         rung.buckets = buckets;
-        if (pyramid.rungs.empty()) {
+        if (fromPoints) {
             rung.raw = engine::report::decimateMinMax(xs, m_value, xs.front(), xs.back(), buckets);
             if (withSmooth)
                 rung.smooth = engine::report::decimateMinMax(xs, m_smoothed, xs.front(), xs.back(), buckets);

@@ -44,9 +44,9 @@ public:
     void prepare(X axis, std::optional<double> weight);
     /// The points to draw for x in [a, b] at `buckets` columns: decimateMinMax of the stored (or, after
     /// prepare() with a weight, smoothed) values, read from the coarsest rung of the pyramid that still
-    /// has two of its buckets per column, so each column's min and max survive (an extreme that shares its
-    /// rung bucket with a larger one across a column's edge moves at most that bucket's width: half a
-    /// column). Every point returned is a stored (or smoothed) one, at its own x.
+    /// has two of its buckets per column, so each column's min and max survive to within half a column
+    /// (where a rung bucket straddles two columns, it keeps only the more extreme of their two extremes).
+    /// Every point returned is a stored (or smoothed) one, at its own x.
     engine::report::XYSeries visible(X axis, bool smoothedLine, double a, double b, int buckets) const;
 
 private:
