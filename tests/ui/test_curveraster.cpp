@@ -4,6 +4,8 @@
 
 #include "ui/widgets/curveraster.h"
 
+#include "uitestsupport.h"
+
 #include <QImage>
 #include <QPainter>
 
@@ -78,30 +80,9 @@ TEST(CurveRaster, AnOpaqueLineIsQPaintersLineToWithinAPixel)
         painter.setPen(QPen(QColor(31, 119, 180), 0)); // cosmetic, aliased: what QCustomPlot draws in a draft
         painter.drawPolyline(points.constData(), int(points.size()));
     }
-    // The same line to within a pixel: every pixel one paints has a painted pixel of the other at most
-    // one row and one column away (QPainter lights the pixels whose centres the line passes nearest, row
-    // by row for steep segments; this takes every pixel the line passes through, column by column).
-    const auto near = [](const QImage &image, int c, int row) {
-        for (int k = std::max(0, c - 1); k <= std::min(image.width() - 1, c + 1); ++k) {
-            for (int j = std::max(0, row - 1); j <= std::min(image.height() - 1, row + 1); ++j) {
-                if (qAlpha(image.pixel(k, j)) != 0)
-                    return true;
-            }
-        }
-        return false;
-    };
-    int painted = 0;
-    for (int row = 0; row < ours.height(); ++row) {
-        for (int c = 0; c < ours.width(); ++c) {
-            if (qAlpha(theirs.pixel(c, row)) != 0) {
-                EXPECT_TRUE(near(ours, c, row)) << "QPainter's pixel " << c << "," << row << " has none of ours beside it";
-            }
-            if (qAlpha(ours.pixel(c, row)) != 0) {
-                EXPECT_TRUE(near(theirs, c, row)) << "our pixel " << c << "," << row << " has none of QPainter's beside it";
-                ++painted;
-            }
-        }
-    }
+    // The same line to within a pixel (QPainter lights the pixels whose centres the line passes nearest,
+    // row by row for steep segments; this takes every pixel the line passes through, column by column).
+    const int painted = uitest::expectSameLineToWithinAPixel(ours, theirs, [](QRgb pixel) { return qAlpha(pixel) != 0; });
     EXPECT_GT(painted, 1000);
     // Every column the line crosses is painted, and the spike (point 480, 60 px above its neighbours)
     // reaches its own pixel row.

@@ -6,6 +6,8 @@
 #include "ui/widgets/densegraph.h"
 #include "ui/widgets/qcustomplotinclude.h"
 
+#include "uitestsupport.h"
+
 #include <QImage>
 #include <QPainter>
 
@@ -158,36 +160,6 @@ TEST(DenseGraph, OnACanvasAnAntialiasedLineLooksAsQCPGraphDrawsIt)
     EXPECT_FALSE(canvas == render(Drawer::QCustomPlot, {QPen(Qt::NoPen), true})) << "a curve is drawn";
 }
 
-namespace {
-
-/// Every pixel of the line (the pen colour) in one image has one in the other at most a pixel away.
-void expectSameLineToWithinAPixel(const QImage &canvas, const QImage &direct)
-{
-    const auto lit = [](const QImage &image, int column, int row) { return image.pixel(column, row) == QColor(31, 119, 180).rgb(); };
-    const auto near = [&](const QImage &image, int column, int row) {
-        for (int k = std::max(0, column - 1); k <= std::min(image.width() - 1, column + 1); ++k)
-            for (int j = std::max(0, row - 1); j <= std::min(image.height() - 1, row + 1); ++j)
-                if (lit(image, k, j))
-                    return true;
-        return false;
-    };
-    int litPixels = 0;
-    for (int row = 0; row < canvas.height(); ++row) {
-        for (int column = 0; column < canvas.width(); ++column) {
-            if (lit(direct, column, row)) {
-                EXPECT_TRUE(near(canvas, column, row)) << column << "," << row;
-            }
-            if (lit(canvas, column, row)) {
-                EXPECT_TRUE(near(direct, column, row)) << column << "," << row;
-                ++litPixels;
-            }
-        }
-    }
-    EXPECT_GT(litPixels, 2000);
-}
-
-} // namespace
-
 TEST(DenseGraph, OnACanvasAnAliasedLineIsQCPGraphsLineToWithinAPixel)
 {
     // Without antialiasing the canvas draws column spans: every pixel QCustomPlot lights has one of the
@@ -198,8 +170,12 @@ TEST(DenseGraph, OnACanvasAnAliasedLineIsQCPGraphsLineToWithinAPixel)
     for (const bool logY : {false, true}) {
         SCOPED_TRACE(logY ? "log y" : "linear y");
         const QVector<QCPGraphData> &points = logY ? positive : sampleData();
-        expectSameLineToWithinAPixel(render(Drawer::Canvas, {QPen(QColor(31, 119, 180), 1), false, true, logY}, points),
-                                     render(Drawer::QCustomPlot, {QPen(QColor(31, 119, 180), 1), false, false, logY}, points));
+        // A lit pixel: the pen's colour.
+        const int lit = uitest::expectSameLineToWithinAPixel(
+            render(Drawer::Canvas, {QPen(QColor(31, 119, 180), 1), false, true, logY}, points),
+            render(Drawer::QCustomPlot, {QPen(QColor(31, 119, 180), 1), false, false, logY}, points),
+            [](QRgb pixel) { return pixel == QColor(31, 119, 180).rgb(); });
+        EXPECT_GT(lit, 2000);
     }
 }
 
