@@ -144,6 +144,10 @@ void rasterizeCurve(QImage &image, const QVector<QPointF> &points, const CurvePe
     bool joined = false; // the previous point was finite
     int column = 0;
     double lo = kInf, hi = -kInf;
+    const auto widen = [&](double y) {
+        lo = y < lo ? y : lo; // selects (minsd/maxsd), not branches
+        hi = y > hi ? y : hi;
+    };
     const auto leaveColumn = [&] {
         if (lo <= hi && column >= 0 && column < width)
             spans.add(column, lo, hi);
@@ -162,19 +166,17 @@ void rasterizeCurve(QImage &image, const QVector<QPointF> &points, const CurvePe
             // Into the next column (the usual way out of one): the line crosses x = c at `edge`, in both.
             const double slope = (current.y() - previous.y()) / (current.x() - previous.x());
             const double edge = previous.y() + slope * (c - previous.x());
-            lo = edge < lo ? edge : lo;
-            hi = edge > hi ? edge : hi;
+            widen(edge);
             leaveColumn();
             column = c;
-            lo = hi = edge;
+            widen(edge);
         } else if (!joined || c != column) {
             leaveColumn();
             if (joined)
                 spans.addSegment(previous, current); // across several columns, or back
             column = c;
         }
-        lo = current.y() < lo ? current.y() : lo;
-        hi = current.y() > hi ? current.y() : hi;
+        widen(current.y());
         previous = current;
         joined = true;
     }

@@ -1039,6 +1039,16 @@ void MetricPlots::requestReplot()
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
+void MetricPlots::forEachItem(int n, const std::function<void(int)> &work) const
+{
+    if (m_parallelRefresh) {
+        parallelFor(n, work);
+        return;
+    }
+    for (int i = 0; i < n; ++i)
+        work(i);
+}
+
 void MetricPlots::refreshVisible(bool fit)
 {
     if (m_panels.empty())
@@ -1115,11 +1125,7 @@ void MetricPlots::refreshVisible(bool fit)
         job.low = low;
         job.high = high;
     };
-    if (m_parallelRefresh)
-        parallelFor(int(jobs.size()), decimate);
-    else
-        for (int i = 0; i < int(jobs.size()); ++i)
-            decimate(i);
+    forEachItem(int(jobs.size()), decimate);
 
     std::vector<double> lows(m_panels.size(), kInf), highs(m_panels.size(), -kInf);
     for (Job &job : jobs) {
@@ -1201,11 +1207,7 @@ void MetricPlots::onAfterLayout()
     if (m_exporting)
         return;
     const auto render = [this](int index) { m_panels[size_t(index)]->canvas->render(); };
-    if (m_parallelRefresh)
-        parallelFor(int(m_panels.size()), render);
-    else
-        for (int i = 0; i < int(m_panels.size()); ++i)
-            render(i);
+    forEachItem(int(m_panels.size()), render);
 }
 
 // ---- hover ----------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@
 #include <QStringList>
 #include <QWidget>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -158,6 +159,9 @@ private:
     void updateMetricsMenu();
     void applyXAxisTicker();
     void refreshVisible(bool fitY);
+    /// work(i) for each i in [0, n): on several threads (parallelFor), or in order on this one while
+    /// parallel refresh is off.
+    void forEachItem(int n, const std::function<void(int)> &work) const;
     void fitY(Panel &panel);
     void onBeforeReplot();
     void onAfterLayout();
