@@ -56,7 +56,8 @@ public:
         hi = high > hi ? high : hi;
     }
 
-    /// The segment p-q (or the dot p when q == p), clamped coordinates, in every column it crosses.
+    /// The segment p-q (clamped coordinates) in every column it crosses. (rasterizeCurve keeps segments
+    /// within one column, and those into the next, to itself: these cross several, or go back.)
     void addSegment(QPointF p, QPointF q)
     {
         if (q.x() < p.x())
@@ -66,7 +67,7 @@ public:
             return;
         const int firstColumn = floorToInt(x0);
         const int lastColumn = floorToInt(x1);
-        if (firstColumn == lastColumn) { // within one column (most segments of a dense curve), or upright
+        if (firstColumn == lastColumn) { // within one column
             add(firstColumn, p.y(), q.y());
             return;
         }
