@@ -10,9 +10,9 @@
 //             training-like rate (25 flushes/s of 4 steps, every shown metric, the view following):
 //             p50 / p99 / max, target p99 <= 50 ms
 // No asserts: numbers only. "all metrics" gives each run every default metric at N points. --beside runs a
-// shell command for the whole measurement (e.g. a training run: --beside 'build/app/tunebench train
-// --threads 1 --steps 100000 --output /tmp/beside'), stopped at the end: the plots' numbers with the
-// machine's cores shared as they are while a run trains.
+// shell command for the whole measurement (e.g. a training run, niced 5 as the GUI's engine thread runs
+// one: --beside 'nice -n 5 build/app/tunebench train --threads 1 --steps 100000 --output /tmp/beside'),
+// stopped at the end: the plots' numbers with the machine's cores shared as they are while a run trains.
 
 #include "ui/widgets/metricplots.h"
 #include "ui/widgets/qcustomplotinclude.h"
