@@ -4,7 +4,7 @@
 
 #include "ui/widgets/curveraster.h"
 
-#include "uitestsupport.h"
+#include "pixelcompare.h"
 
 #include <QImage>
 #include <QPainter>

@@ -6,7 +6,7 @@
 #include "ui/widgets/densegraph.h"
 #include "ui/widgets/qcustomplotinclude.h"
 
-#include "uitestsupport.h"
+#include "pixelcompare.h"
 
 #include <QImage>
 #include <QPainter>

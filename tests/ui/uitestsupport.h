@@ -1,10 +1,7 @@
 #pragma once
 // Helpers shared by the ui tests.
 
-#include <QImage>
 #include <QString>
-
-#include <functional>
 
 namespace uitest {
 
@@ -17,10 +14,5 @@ QString smallCorpus(qint64 bytes = 100 * 1024);
 /// model.safetensors by hand), and beside it ids.jsonl, pre-tokenized data for it (no tokenizer).
 /// Returns the folder.
 QString nanModelFolder();
-
-/// Two drawings of one line agree to within a pixel: every pixel `lit` in either image has a lit pixel
-/// of the other at most one row and one column away (a failed EXPECT names each pixel that has none).
-/// Returns how many pixels of `ours` are lit, for the caller to check that a line was drawn at all.
-int expectSameLineToWithinAPixel(const QImage &ours, const QImage &reference, const std::function<bool(QRgb)> &lit);
 
 } // namespace uitest
