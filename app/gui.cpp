@@ -1,6 +1,6 @@
 // tunebench-gui: the desktop workbench. It links Qt and the engine's torch-free parts only, so its
 // window appears before libtorch is loaded; the engine module (libtorch with it) loads on the engine
-// thread right after the first paint (app/bridge/enginejobs.h). `tunebench` (front.cpp) execs it when
+// thread right after the first paint (bridge/enginejobs.h). `tunebench` (front.cpp) execs it when
 // run with no command (or --demo) and a display.
 
 #include "engine/core/settings.h"

@@ -8,7 +8,7 @@
 //   build/bench/ui_latency_bench [seconds of sampling while training, default 10]
 // (configure with -DTUNEBENCH_BENCH=ON; runs offscreen unless QT_QPA_PLATFORM says otherwise)
 
-#include "app/bridge/enginebridge.h"
+#include "bridge/enginebridge.h"
 #include "engine/train/trainer.h"
 #include "ui/mainwindow.h"
 #include "ui/pages/trainpage.h"
@@ -83,12 +83,12 @@ bool benchMainWindow(int seconds)
         return false;
     }
     // The UI tests' small settings, with steps enough to outlast the sampling.
-    child<QLineEdit>(&window, "corpusEdit")->setText(corpus);
-    child<QSpinBox>(&window, "stepsSpin")->setValue(child<QSpinBox>(&window, "stepsSpin")->maximum());
-    child<QDoubleSpinBox>(&window, "lrSpin")->setValue(0.003);
-    child<QSpinBox>(&window, "batchSpin")->setValue(2);
-    child<QSpinBox>(&window, "seqLenSpin")->setValue(32);
-    child<QSpinBox>(&window, "threadsSpin")->setValue(2);
+    child<QLineEdit>(&window, "data")->setText(corpus);
+    child<QSpinBox>(&window, "steps")->setValue(child<QSpinBox>(&window, "steps")->maximum());
+    child<QDoubleSpinBox>(&window, "learning_rate")->setValue(0.003);
+    child<QSpinBox>(&window, "batch_size")->setValue(2);
+    child<QSpinBox>(&window, "sequence_length")->setValue(32);
+    child<QSpinBox>(&window, "threads")->setValue(2);
     ui::TrainPage *plot = window.trainPage();
 
     QTest::mouseClick(child<QPushButton>(&window, "startButton"), Qt::LeftButton);
@@ -181,8 +181,8 @@ bool benchBridge(int rounds)
         std::atomic<int64_t> lastStep{0};
         QElapsedTimer timer;
         {
-            app::EngineBridge bridge(nullptr, fakeJob(lastStep));
-            QSignalSpy metrics(&bridge, &app::EngineBridge::stepMetrics);
+            bridge::EngineBridge bridge(nullptr, fakeJob(lastStep));
+            QSignalSpy metrics(&bridge, &bridge::EngineBridge::stepMetrics);
             if (!bridge.startTraining(params) || !QTest::qWaitFor([&] { return metrics.count() > 0; }, 20'000)) {
                 std::fprintf(stderr, "ui_latency_bench: the fake job did not start\n");
                 return false;

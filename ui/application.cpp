@@ -4,7 +4,7 @@
 #include "ui/pages/trainpage.h"
 #include "ui/widgets/widgetstyle.h"
 
-#include "app/bridge/enginebridge.h"
+#include "bridge/enginebridge.h"
 
 #include <QApplication>
 #include <QEvent>
@@ -37,7 +37,7 @@ public:
     {
         m_probe = !qEnvironmentVariableIsEmpty("TUNEBENCH_STARTUP_PROBE");
         if (m_probe) {
-            connect(window.bridge(), &app::EngineBridge::engineLoaded, this, [this](bool ok) {
+            connect(window.bridge(), &bridge::EngineBridge::engineLoaded, this, [this](bool ok) {
                 std::printf(ok ? "engine loaded\n" : "engine failed: %s\n", qPrintable(m_window.bridge()->engineError()));
                 std::fflush(stdout);
                 QCoreApplication::quit();

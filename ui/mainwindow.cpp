@@ -1,9 +1,10 @@
 #include "ui/mainwindow.h"
 
-#include "app/bridge/enginebridge.h"
-#include "app/bridge/steprate.h"
+#include "bridge/enginebridge.h"
+#include "bridge/steprate.h"
 #include "engine/core/blascheck.h"
 #include "engine/core/cpufeatures.h"
+#include "engine/core/format.h"
 #include "engine/core/paths.h"
 #include "engine/core/settings.h"
 #include "engine/core/threads.h"
@@ -75,7 +76,7 @@ int settingsThreads()
 
 MainWindow::MainWindow(const QString &storePath, QWidget *parent) : MainWindow(storePath, nullptr, parent) {}
 
-MainWindow::MainWindow(const QString &storePath, app::EngineBridge *bridge, QWidget *parent) : QMainWindow(parent)
+MainWindow::MainWindow(const QString &storePath, bridge::EngineBridge *bridge, QWidget *parent) : QMainWindow(parent)
 {
     setObjectName(QStringLiteral("mainWindow"));
     setWindowTitle(QStringLiteral("tunebench"));
@@ -89,7 +90,7 @@ MainWindow::MainWindow(const QString &storePath, app::EngineBridge *bridge, QWid
                   : !m_preferences.storePath().isEmpty() ? m_preferences.storePath()
                                                          : settingsStorePath(&m_settingsWarning);
 
-    m_bridge = bridge ? bridge : new app::EngineBridge(this);
+    m_bridge = bridge ? bridge : new bridge::EngineBridge(this);
     m_bridge->setParent(this);
 
     createPages();
@@ -271,8 +272,8 @@ void MainWindow::connectPages()
     connect(m_trainPage, &TrainPage::stateChanged, m_stateLabel, &QLabel::setText);
     connect(m_trainPage, &TrainPage::progressChanged, this, &MainWindow::onProgress);
     connect(m_trainPage, &TrainPage::statusMessage, statusBar(), &QStatusBar::showMessage);
-    connect(m_bridge, &app::EngineBridge::busyChanged, this, &MainWindow::onBusyChanged);
-    connect(m_bridge, &app::EngineBridge::pausedChanged, this, [this] { onBusyChanged(m_bridge->isBusy()); });
+    connect(m_bridge, &bridge::EngineBridge::busyChanged, this, &MainWindow::onBusyChanged);
+    connect(m_bridge, &bridge::EngineBridge::pausedChanged, this, [this] { onBusyChanged(m_bridge->isBusy()); });
     connect(m_planPage, &PlanPage::statusMessage, statusBar(), &QStatusBar::showMessage);
     connect(m_inspectPage, &InspectPage::statusMessage, statusBar(), &QStatusBar::showMessage);
     connect(m_planPage, &PlanPage::trainWithPlanRequested, this,
@@ -281,8 +282,8 @@ void MainWindow::connectPages()
                 showPage(Page::Train);
             });
     connect(m_trainPage, &TrainPage::inspectStepRequested, this, [this](const QString &folder, const QString &batch) {
-        app::InspectRequest request;
-        request.kind = app::InspectRequest::Kind::ModelFolder;
+        bridge::InspectRequest request;
+        request.kind = bridge::InspectRequest::Kind::ModelFolder;
         request.path = folder;
         request.inputs = batch;
         showPage(Page::Inspect);
@@ -297,8 +298,8 @@ void MainWindow::connectPages()
         if (m_trainPage->applyRunConfig(configJson))
             showPage(Page::Train);
     });
-    connect(m_bridge, &app::EngineBridge::jobFinished, m_runsPage, &RunsPage::refresh);
-    connect(m_bridge, &app::EngineBridge::runCreated, m_runsPage, &RunsPage::refresh);
+    connect(m_bridge, &bridge::EngineBridge::jobFinished, m_runsPage, &RunsPage::refresh);
+    connect(m_bridge, &bridge::EngineBridge::runCreated, m_runsPage, &RunsPage::refresh);
 }
 
 void MainWindow::restoreSession()
@@ -315,7 +316,7 @@ void MainWindow::onProgress(qint64 step, qint64 totalSteps, double tokensPerSeco
 {
     m_stepLabel->setText(tr("Step %1 / %2").arg(step).arg(totalSteps));
     m_speedLabel->setText(step > 0 ? tr("%1 tokens/s").arg(QLocale().toString(tokensPerSecond, 'f', 0)) : QString());
-    m_etaLabel->setText(etaSeconds >= 0 ? tr("%1 left").arg(QString::fromStdString(app::formatDuration(etaSeconds))) : QString());
+    m_etaLabel->setText(etaSeconds >= 0 ? tr("%1 left").arg(QString::fromStdString(engine::formatDuration(etaSeconds))) : QString());
     m_jobProgress->setRange(0, static_cast<int>(std::max<qint64>(totalSteps, 1)));
     m_jobProgress->setValue(static_cast<int>(std::clamp<qint64>(step, 0, std::max<qint64>(totalSteps, 1))));
     m_jobProgress->setToolTip(tr("Step %1 of %2").arg(step).arg(totalSteps));

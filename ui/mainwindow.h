@@ -15,7 +15,7 @@ class QMenu;
 class QProgressBar;
 class QStackedWidget;
 
-namespace app {
+namespace bridge {
 class EngineBridge;
 }
 
@@ -36,11 +36,11 @@ public:
     /// preferences, else the user's setting, else the XDG default.
     explicit MainWindow(const QString &storePath = {}, QWidget *parent = nullptr);
     /// The same with a bridge of the caller's (tests give one with fake jobs); the window takes it over.
-    MainWindow(const QString &storePath, app::EngineBridge *bridge, QWidget *parent = nullptr);
+    MainWindow(const QString &storePath, bridge::EngineBridge *bridge, QWidget *parent = nullptr);
     ~MainWindow() override;
 
     QString storePath() const { return m_storePath; }
-    app::EngineBridge *bridge() const { return m_bridge; }
+    bridge::EngineBridge *bridge() const { return m_bridge; }
     TrainPage *trainPage() const { return m_trainPage; }
     PlanPage *planPage() const { return m_planPage; }
     InspectPage *inspectPage() const { return m_inspectPage; }
@@ -83,7 +83,7 @@ private:
     QString m_storePath;
     QString m_settingsWarning;
     Preferences m_preferences;
-    app::EngineBridge *m_bridge = nullptr;
+    bridge::EngineBridge *m_bridge = nullptr;
     QListWidget *m_navigation = nullptr;
     QStackedWidget *m_pages = nullptr;
     TrainPage *m_trainPage = nullptr;

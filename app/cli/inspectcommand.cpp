@@ -7,7 +7,7 @@
 
 #include "engine/core/error.h"
 #include "engine/inspect/inspector.h"
-#include "engine/inspect/reportjson.h"
+#include "engine/inspect/inspectionoutput.h"
 
 #include <cmath>
 #include <iostream>

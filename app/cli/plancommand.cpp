@@ -8,6 +8,7 @@
 #include "engine/core/byteunits.h"
 #include "engine/core/error.h"
 #include "engine/core/textutil.h"
+#include "engine/core/format.h"
 #include "engine/plan/devicemapjson.h"
 #include "engine/plan/planner.h"
 

@@ -1,24 +1,13 @@
 #include "app/cli/progressbar.h"
 
+#include "engine/core/format.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include <unistd.h>
 
 namespace app::cli {
-
-std::string formatDuration(double seconds)
-{
-    if (!std::isfinite(seconds) || seconds < 0)
-        seconds = 0;
-    const long total = std::lround(seconds);
-    char buffer[32];
-    if (total >= 3600)
-        std::snprintf(buffer, sizeof buffer, "%ld:%02ld:%02ld", total / 3600, (total / 60) % 60, total % 60);
-    else
-        std::snprintf(buffer, sizeof buffer, "%ld:%02ld", total / 60, total % 60);
-    return buffer;
-}
 
 ProgressBar::ProgressBar(std::FILE *stream) : m_stream(stream), m_terminal(::isatty(::fileno(stream)) == 1) {}
 
@@ -28,7 +17,7 @@ void ProgressBar::update(const engine::train::StepMetrics &m)
     char stats[160];
     std::snprintf(stats, sizeof stats, "step %lld/%lld  loss %.4f  %.0f tok/s  ETA %s",
                   static_cast<long long>(m.step), static_cast<long long>(m.totalSteps), m.loss, m.tokensPerSecond,
-                  formatDuration(m.etaSeconds).c_str());
+                  engine::formatDuration(m.etaSeconds).c_str());
     if (m_terminal) {
         constexpr int width = 28;
         const int filled = std::clamp(static_cast<int>(fraction * width), 0, width);

@@ -25,7 +25,4 @@ private:
     int64_t m_lastPrintedStep = 0;
 };
 
-/// "1:02:03" or "2:05".
-std::string formatDuration(double seconds);
-
 } // namespace app::cli

@@ -19,46 +19,107 @@ std::string errnoText() { return std::strerror(errno); }
 
 } // namespace
 
+namespace {
+
+/// A new, empty file beside `path` that only this call knows (O_EXCL), opened for writing.
+struct TemporaryFile {
+    std::filesystem::path path;
+    int fd = -1;
+};
+
+TemporaryFile createTemporaryBeside(const std::filesystem::path &path, MissingFolders folders)
+{
+    const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    std::error_code ec;
+    if (path.filename().empty())
+        throw ioError("cannot write " + path.string() + ": no file name given");
+    if (std::filesystem::is_directory(path, ec))
+        throw ioError("cannot write " + path.string() + ": it is a folder");
+    if (folders == MissingFolders::Create) {
+        std::filesystem::create_directories(folder, ec);
+        if (ec)
+            throw ioError("cannot create folder " + folder.string() + ": " + ec.message());
+    } else if (!std::filesystem::is_directory(folder, ec)) {
+        throw ioError("cannot write " + path.string() + ": the folder " + folder.string() + " does not exist");
+    }
+    std::random_device random;
+    // Hidden, so that a folder listing does not show it while it is written.
+    std::string name = ".";
+    name += path.filename().string();
+    name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(random());
+    TemporaryFile temporary{folder / name, -1};
+    temporary.fd = ::open(temporary.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (temporary.fd < 0) {
+        const std::string reason = errnoText();
+        if (errno == EACCES || errno == EROFS || errno == EPERM)
+            throw ioError("cannot write " + path.string() + ": the folder " + folder.string() + " is not writable ("
+                          + reason + ")");
+        throw ioError("cannot write " + path.string() + ": " + reason);
+    }
+    return temporary;
+}
+
+/// Flushes and closes `fd`, then renames the temporary file over `path`; removes it on failure.
+void publish(int fd, const std::filesystem::path &temporary, const std::filesystem::path &path)
+{
+    if (::fsync(fd) != 0 || ::close(fd) != 0) {
+        const std::string reason = errnoText();
+        ::unlink(temporary.c_str());
+        throw ioError("cannot write " + path.string() + ": " + reason);
+    }
+    if (::rename(temporary.c_str(), path.c_str()) != 0) {
+        const std::string reason = errnoText();
+        ::unlink(temporary.c_str());
+        throw ioError("cannot write " + path.string() + ": " + reason);
+    }
+}
+
+} // namespace
+
 void writeFileAtomically(const std::filesystem::path &path, std::string_view bytes)
 {
-    std::error_code ec;
-    if (path.has_parent_path())
-        std::filesystem::create_directories(path.parent_path(), ec);
-    if (ec)
-        throw ioError("cannot create folder " + path.parent_path().string() + ": " + ec.message());
-
-    std::random_device random;
-    const std::filesystem::path temp = path.string() + ".tmp-" + std::to_string(::getpid()) + "-"
-        + std::to_string(random());
-    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0)
-        throw ioError("cannot write " + path.string() + ": " + errnoText());
-
+    const TemporaryFile temporary = createTemporaryBeside(path, MissingFolders::Create);
     const char *data = bytes.data();
     size_t left = bytes.size();
     while (left > 0) {
-        const ssize_t written = ::write(fd, data, left);
+        const ssize_t written = ::write(temporary.fd, data, left);
         if (written < 0 && errno == EINTR)
             continue;
         if (written <= 0) {
             const std::string reason = errnoText();
-            ::close(fd);
-            ::unlink(temp.c_str());
+            ::close(temporary.fd);
+            ::unlink(temporary.path.c_str());
             throw ioError("cannot write " + path.string() + ": " + reason);
         }
         data += written;
         left -= static_cast<size_t>(written);
     }
-    if (::fsync(fd) != 0 || ::close(fd) != 0) {
-        const std::string reason = errnoText();
-        ::unlink(temp.c_str());
+    publish(temporary.fd, temporary.path, path);
+}
+
+void writeFileAtomically(const std::filesystem::path &path,
+                         const std::function<void(const std::filesystem::path &temporary)> &write, MissingFolders folders)
+{
+    const TemporaryFile temporary = createTemporaryBeside(path, folders);
+    ::close(temporary.fd); // the writer opens it by name
+    auto fail = [&](const std::string &reason) {
+        ::unlink(temporary.path.c_str());
         throw ioError("cannot write " + path.string() + ": " + reason);
+    };
+    try {
+        write(temporary.path);
+    } catch (const std::exception &e) {
+        fail(e.what());
+    } catch (...) {
+        fail("the writer failed");
     }
-    if (::rename(temp.c_str(), path.c_str()) != 0) {
-        const std::string reason = errnoText();
-        ::unlink(temp.c_str());
-        throw ioError("cannot write " + path.string() + ": " + reason);
-    }
+    std::error_code ec;
+    if (std::filesystem::file_size(temporary.path, ec) == 0 || ec)
+        fail(ec ? ec.message() : "nothing was written");
+    const int fd = ::open(temporary.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        fail(errnoText());
+    publish(fd, temporary.path, path);
 }
 
 void syncFolder(const std::filesystem::path &folder)

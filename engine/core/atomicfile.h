@@ -3,12 +3,26 @@
 // target, flush it to disk, then rename it over the target.
 
 #include <filesystem>
+#include <functional>
 #include <string_view>
 
 namespace engine {
 
 /// Writes bytes to path atomically. Creates missing parent folders. Throws Error(Io) naming the path.
 void writeFileAtomically(const std::filesystem::path &path, std::string_view bytes);
+
+/// Whether a write may create the folders it needs (the run's own files) or must find the folder there
+/// (a file the user chose in a dialog: a typo should not make folders).
+enum class MissingFolders { Create, Refuse };
+
+/// The same for a file that a library writes by name (an image, a PDF): `write(temporary)` fills a new
+/// file beside `path` (mode 0644) and throws to fail (any exception; its text becomes the reason). The
+/// file is then flushed and renamed over `path`. On any failure the temporary file is removed, `path`
+/// is left as it was, and Error(Io) says "cannot write PATH: REASON" (the folder that does not exist or
+/// is not writable, a target that is a folder, what `write` threw, or that it wrote nothing).
+void writeFileAtomically(const std::filesystem::path &path,
+                         const std::function<void(const std::filesystem::path &temporary)> &write,
+                         MissingFolders folders = MissingFolders::Create);
 
 /// A folder written in full before anyone sees it: files go into a hidden "<target>.partial-<pid>"
 /// beside `target`; commit() flushes the folder and renames it to `target` (which must not exist), then

@@ -100,24 +100,4 @@ int64_t parseByteSize(std::string_view input, const std::string &what)
     return bytes;
 }
 
-std::string formatBytes(int64_t bytes)
-{
-    const char *units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-    const bool negative = bytes < 0;
-    const double magnitude = std::fabs(static_cast<double>(bytes));
-    char buffer[48];
-    if (magnitude < 1024.0) {
-        std::snprintf(buffer, sizeof buffer, "%lld B", static_cast<long long>(bytes));
-        return buffer;
-    }
-    double value = magnitude / 1024.0;
-    int unit = 0;
-    while (value >= 1024.0 && unit < 4) {
-        value /= 1024.0;
-        ++unit;
-    }
-    std::snprintf(buffer, sizeof buffer, "%s%.2f %s", negative ? "-" : "", value, units[unit]);
-    return buffer;
-}
-
 } // namespace engine

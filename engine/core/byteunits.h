@@ -3,7 +3,7 @@
 //
 // How to use:
 //   int64_t budget = engine::parseByteSize("15GiB", "--max-memory 0");  // 16106127360
-//   engine::formatBytes(budget);                                        // "15.00 GiB"
+//   engine::formatBytes(budget);  // "15.00 GiB" (engine/core/format.h)
 //
 // Units follow Accelerate's convert_file_size_to_int: KB/MB/GB/TB are powers of 10, KiB/MiB/GiB/TiB
 // powers of 2, case-insensitive; a fractional number is allowed and the product truncated to whole
@@ -19,8 +19,5 @@ namespace engine {
 /// Parses a size; throws Error(InvalidInput) naming `what` for a malformed, negative or zero size, or one
 /// above 2^62 bytes.
 int64_t parseByteSize(std::string_view text, const std::string &what);
-
-/// "1.50 GiB", "512.00 MiB", "980 B": binary units, two decimals.
-std::string formatBytes(int64_t bytes);
 
 } // namespace engine

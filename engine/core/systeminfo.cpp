@@ -1,5 +1,6 @@
 #include "engine/core/systeminfo.h"
 
+#include "engine/core/format.h"
 #include "engine/core/threads.h"
 
 #include <ATen/Parallel.h>
@@ -27,13 +28,6 @@ std::string configValue(const std::string &config, const std::string &key)
     return config.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
 }
 
-std::string gib(int64_t bytes)
-{
-    std::ostringstream out;
-    out.precision(1);
-    out << std::fixed << static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0) << " GiB";
-    return out.str();
-}
 
 } // namespace
 
@@ -69,7 +63,7 @@ std::string describeSystem(const SystemInfo &info)
         out << "CUDA      none (devices: cpu)\n";
     }
     for (const GpuInfo &gpu : info.gpus) {
-        out << "cuda:" << gpu.index << "    " << gpu.name << ", " << gib(gpu.totalMemoryBytes) << ", compute "
+        out << "cuda:" << gpu.index << "    " << gpu.name << ", " << formatBytes(gpu.totalMemoryBytes, 1) << ", compute "
             << gpu.computeMajor << "." << gpu.computeMinor << (gpu.bf16 ? ", bf16" : ", no bf16 (use fp16)") << "\n";
     }
     if (info.torchHasCuda && info.gpus.empty())

@@ -11,7 +11,7 @@
 // a recording over its memory bound) throws engine::Error(InvalidInput) with one clear message;
 // whatever the step itself does (a failed backward, NaN) comes back in the report.
 
-#include "engine/inspect/report.h"
+#include "engine/inspect/inspectionreport.h"
 
 #include <cstdint>
 #include <filesystem>

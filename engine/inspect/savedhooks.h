@@ -1,5 +1,5 @@
 #pragma once
-// Saved-tensor hooks from pure C++ (AUTOGRAD.md point 5): an autograd Engine subclass, installed once
+// Saved-tensor hooks from pure C++ (docs/ARCHITECTURE.md, "The inspector"): an autograd Engine subclass, installed once
 // with set_default_engine_stub(), hands every SavedVariable a hook object while a recorder is active
 // and none otherwise (then autograd behaves exactly as the base engine). Hooks turn PyTorch's own
 // version check off, so each hook checks the version at unpack itself and raises PyTorch's message.

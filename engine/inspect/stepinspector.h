@@ -9,7 +9,7 @@
 
 #include "engine/core/torcherror.h"
 #include "engine/inspect/inspector.h"
-#include "engine/inspect/report.h"
+#include "engine/inspect/inspectionreport.h"
 
 #include <functional>
 #include <optional>

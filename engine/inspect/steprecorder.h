@@ -1,7 +1,7 @@
 #pragma once
 // Records one training step (forward and backward) for the autograd inspector: every op through a
 // global RecordFunction callback, every tensor autograd saves through saved-tensor hooks installed
-// with the autograd engine stub (AUTOGRAD.md points 1-5). Installing hooks turns PyTorch's own
+// with the autograd engine stub (docs/ARCHITECTURE.md, "The inspector"). Installing hooks turns PyTorch's own
 // version check off, so the hooks check versions themselves and raise PyTorch's message.
 // Engine-internal (torch headers). One recorder at a time per process.
 //
@@ -14,7 +14,7 @@
 //   recorder.fill(report);                           // ops, storages, saved tensors, diagnoses' raw data
 // With options.recordOps = false only the saved-tensor hooks run (the cheap guard mode).
 
-#include "engine/inspect/report.h"
+#include "engine/inspect/inspectionreport.h"
 
 #include <cstdint>
 #include <memory>
@@ -77,7 +77,8 @@ private:
     bool m_stopped = false;
 };
 
-/// The message PyTorch raises for a stale saved tensor, built the same way (saved_variable.cpp).
+/// The message PyTorch raises for a stale saved tensor, built the same way (PyTorch's
+/// torch/csrc/autograd/saved_variable.cpp).
 std::string versionErrorMessage(const at::Tensor &data, const std::string &gradFnName, int64_t outputNr,
                                 int64_t currentVersion, int64_t savedVersion);
 

@@ -1,7 +1,7 @@
 #pragma once
 // Torch tensors described as the report's plain values. Engine-internal (torch headers).
 
-#include "engine/inspect/report.h"
+#include "engine/inspect/inspectionreport.h"
 
 #include <cstdint>
 #include <string>

@@ -6,7 +6,7 @@
 //     for (const TensorInfo &t : header.tensors)   // sorted by offset
 //         show(t.name, dtypeName(t.dtype), t.shape, t.end - t.begin);
 //
-// Every rule of the format is checked (see FORMATS.md): a violation throws engine::Error
+// Every rule of the format (the huggingface/safetensors specification) is checked: a violation throws engine::Error
 // (InvalidInput) whose one-line message names the file and the rule.
 
 #include "engine/io/dtype.h"

@@ -1,6 +1,6 @@
 // Training memory per module.
 //
-// Persistent state per parameter (FORMATS.md "Training memory"; HF "model memory anatomy"):
+// Persistent state per parameter (docs/memory-estimate.md; HF "model memory anatomy"):
 //   weights    numel x bytes of the planned dtype (never upcast, as Accelerate sizes them); a module's
 //              buffers (rotary inv_freq, GPT-2's causal mask) count here too, never trained
 //   gradients  trainable numel x 4 when the weights are 16-bit (mixed precision keeps fp32 master

@@ -2,6 +2,7 @@
 
 #include "engine/core/byteunits.h"
 #include "engine/core/error.h"
+#include "engine/core/format.h"
 #include "engine/plan/accelerate.h"
 #include "engine/plan/lint.h"
 #include "engine/plan/memorymodel.h"

@@ -1,9 +1,9 @@
 #include "engine/tokenize/chattemplate.h"
 
 #include "engine/core/error.h"
-#include "engine/tokenize/jinjainterpreter.h"
-#include "engine/tokenize/jinjalexer.h"
-#include "engine/tokenize/jinjaparser.h"
+#include "engine/tokenize/jinja/jinjainterpreter.h"
+#include "engine/tokenize/jinja/jinjalexer.h"
+#include "engine/tokenize/jinja/jinjaparser.h"
 #include "engine/tokenize/utf8.h"
 
 namespace engine::tokenize {

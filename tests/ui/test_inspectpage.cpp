@@ -1,7 +1,7 @@
 // The Inspect page on the built-in kv-cache-inplace scenario: the answer (which write broke
 // backward), the conflict on the version timeline, the culprit in the op list; then the fix verified.
 
-#include "app/bridge/enginebridge.h"
+#include "bridge/enginebridge.h"
 #include "ui/pages/inspectpage.h"
 #include "ui/widgets/autogradgraphview.h"
 #include "ui/widgets/versiontimeline.h"
@@ -21,7 +21,7 @@ constexpr int kTimeoutMs = 120'000;
 
 TEST(InspectPage, ShowsTheInplaceWriteThatBrokeBackwardAndVerifiesTheFix)
 {
-    app::EngineBridge bridge;
+    bridge::EngineBridge bridge;
     ui::InspectPage page(bridge);
     page.resize(1400, 900);
     page.show();
@@ -68,7 +68,7 @@ TEST(InspectPage, Screenshot)
     const QString path = qEnvironmentVariable("TUNEBENCH_INSPECT_SCREENSHOT");
     if (path.isEmpty())
         GTEST_SKIP() << "set TUNEBENCH_INSPECT_SCREENSHOT=path.png to save a screenshot of the Inspect page";
-    app::EngineBridge bridge;
+    bridge::EngineBridge bridge;
     ui::InspectPage page(bridge);
     page.resize(1400, 900);
     page.show();

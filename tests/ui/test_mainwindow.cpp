@@ -1,7 +1,8 @@
 // The main window driven like a user, with the real trainer on small settings.
 
-#include "app/bridge/enginebridge.h"
-#include "app/bridge/steprate.h"
+#include "bridge/enginebridge.h"
+#include "bridge/steprate.h"
+#include "engine/core/format.h"
 #include "engine/core/systeminfo.h"
 #include "engine/train/trainer.h"
 #include "ui/mainwindow.h"
@@ -79,12 +80,12 @@ protected:
     {
         const QString corpus = uitest::smallCorpus();
         ASSERT_FALSE(corpus.isEmpty());
-        child<QLineEdit>("corpusEdit")->setText(corpus);
-        child<QSpinBox>("stepsSpin")->setValue(steps);
-        child<QDoubleSpinBox>("lrSpin")->setValue(0.003);
-        child<QSpinBox>("batchSpin")->setValue(2);
-        child<QSpinBox>("seqLenSpin")->setValue(32);
-        child<QSpinBox>("threadsSpin")->setValue(2);
+        child<QLineEdit>("data")->setText(corpus);
+        child<QSpinBox>("steps")->setValue(steps);
+        child<QDoubleSpinBox>("learning_rate")->setValue(0.003);
+        child<QSpinBox>("batch_size")->setValue(2);
+        child<QSpinBox>("sequence_length")->setValue(32);
+        child<QSpinBox>("threads")->setValue(2);
     }
 
     void click(const char *button)
@@ -105,7 +106,7 @@ protected:
         EXPECT_TRUE(child<QPushButton>("startButton")->isEnabled());
         EXPECT_FALSE(child<QPushButton>("pauseButton")->isEnabled());
         EXPECT_FALSE(child<QPushButton>("stopButton")->isEnabled());
-        EXPECT_TRUE(child<QSpinBox>("stepsSpin")->isEnabled());
+        EXPECT_TRUE(child<QSpinBox>("steps")->isEnabled());
     }
 
     QString logText() { return child<QPlainTextEdit>("logView")->toPlainText(); }
@@ -158,7 +159,7 @@ TEST_F(MainWindowTest, TheWindowFitsALaptopScreen)
 TEST_F(MainWindowTest, InvalidSettingsShowOneMessageAndStartNoJob)
 {
     setSmallSettings(40);
-    child<QDoubleSpinBox>("lrSpin")->setValue(0);
+    child<QDoubleSpinBox>("learning_rate")->setValue(0);
     EXPECT_FALSE(child<QPushButton>("startButton")->isEnabled());
     EXPECT_TRUE(child<QLabel>("validationLabel")->text().contains(QStringLiteral("learning rate")))
         << child<QLabel>("validationLabel")->text().toStdString();
@@ -170,15 +171,15 @@ TEST_F(MainWindowTest, InvalidSettingsShowOneMessageAndStartNoJob)
     EXPECT_TRUE(logText().contains(QStringLiteral("Cannot start: Learning rate: "))) << logText().toStdString();
     EXPECT_EQ(m_window->trainPage()->stateText(), QStringLiteral("Idle"));
 
-    child<QDoubleSpinBox>("lrSpin")->setValue(0.003);
-    child<QLineEdit>("corpusEdit")->setText(m_storeDir.filePath(QStringLiteral("no-such-corpus.txt")));
+    child<QDoubleSpinBox>("learning_rate")->setValue(0.003);
+    child<QLineEdit>("data")->setText(m_storeDir.filePath(QStringLiteral("no-such-corpus.txt")));
     EXPECT_FALSE(child<QPushButton>("startButton")->isEnabled());
     EXPECT_FALSE(m_window->trainPage()->start());
     EXPECT_FALSE(m_window->bridge()->isBusy());
     EXPECT_TRUE(logText().contains(QStringLiteral("does not exist"))) << logText().toStdString();
     QTest::qWait(200);
     EXPECT_EQ(m_window->trainPage()->plottedSteps(), 0);
-    child<QLineEdit>("corpusEdit")->setText(uitest::smallCorpus());
+    child<QLineEdit>("data")->setText(uitest::smallCorpus());
     expectIdleControls();
 }
 
@@ -189,7 +190,7 @@ TEST_F(MainWindowTest, TrainsWithoutBlockingTheUiAndStops)
     ASSERT_TRUE(m_window->bridge()->isBusy()) << logText().toStdString();
     EXPECT_FALSE(child<QPushButton>("startButton")->isEnabled());
     EXPECT_TRUE(child<QPushButton>("stopButton")->isEnabled());
-    EXPECT_FALSE(child<QSpinBox>("stepsSpin")->isEnabled());
+    EXPECT_FALSE(child<QSpinBox>("steps")->isEnabled());
 
     ui::TrainPage *plot = m_window->trainPage();
     ASSERT_TRUE(QTest::qWaitFor([&] { return plot->plottedSteps() >= 3 || !m_window->bridge()->isBusy(); }, kJobTimeoutMs))
@@ -269,7 +270,7 @@ TEST_F(MainWindowTest, AFailedJobSaysWhyAndReturnsToIdle)
         ASSERT_TRUE(file.open(QIODevice::WriteOnly));
         file.write("Call me Ishmael.\n");
     }
-    child<QLineEdit>("corpusEdit")->setText(tiny);
+    child<QLineEdit>("data")->setText(tiny);
     click("startButton");
     ASSERT_TRUE(m_window->bridge()->isBusy()) << logText().toStdString();
     ASSERT_TRUE(waitForIdle());
@@ -298,8 +299,8 @@ TEST_F(MainWindowTest, PreviewDataShowsWhatARunWouldTrainOnAndTrainsNothing)
 TEST_F(MainWindowTest, EvalLossAndMemoryShowWhileTraining)
 {
     setSmallSettings(8);
-    child<QDoubleSpinBox>("valFractionSpin")->setValue(0.1);
-    child<QSpinBox>("evalEverySpin")->setValue(4);
+    child<QDoubleSpinBox>("val_fraction")->setValue(0.1);
+    child<QSpinBox>("eval_every")->setValue(4);
     click("startButton");
     ASSERT_TRUE(waitForIdle());
     EXPECT_EQ(m_window->trainPage()->stateText(), QStringLiteral("Succeeded")) << logText().toStdString();
@@ -327,10 +328,10 @@ TEST_F(MainWindowTest, ANanLossOffersItsStepOnTheInspectPage)
     const QString folder = uitest::nanModelFolder();
     ASSERT_FALSE(folder.isEmpty());
     setSmallSettings(5);
-    child<QLineEdit>("modelEdit")->setText(folder);
-    child<QLineEdit>("corpusEdit")->setText(folder + QStringLiteral("/ids.jsonl"));
-    child<QSpinBox>("seqLenSpin")->setValue(16);
-    child<QDoubleSpinBox>("valFractionSpin")->setValue(0);
+    child<QLineEdit>("model")->setText(folder);
+    child<QLineEdit>("data")->setText(folder + QStringLiteral("/ids.jsonl"));
+    child<QSpinBox>("sequence_length")->setValue(16);
+    child<QDoubleSpinBox>("val_fraction")->setValue(0);
     auto *inspectButton = child<QPushButton>("inspectStepButton");
     EXPECT_FALSE(inspectButton->isVisible());
     click("startButton");
@@ -395,7 +396,7 @@ TEST_F(MainWindowTest, AboutShowsTheVersionsOfQtLibtorchAndTheBlas)
     EXPECT_TRUE(text.contains(QStringLiteral("Qt        %1").arg(QString::fromLatin1(qVersion())))) << text.toStdString();
     EXPECT_TRUE(text.contains(QStringLiteral("libtorch  still loading"))) << text.toStdString();
 
-    QSignalSpy loaded(m_window->bridge(), &app::EngineBridge::engineLoaded);
+    QSignalSpy loaded(m_window->bridge(), &bridge::EngineBridge::engineLoaded);
     m_window->bridge()->loadEngine();
     ASSERT_TRUE(loaded.wait(60000));
     text = aboutText();
@@ -420,7 +421,7 @@ TEST_F(MainWindowTest, AFolderDroppedOnTheWindowOpensOnTheTrainPage)
     QDropEvent drop(QPointF(where), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
     QApplication::sendEvent(m_window.get(), &drop);
     EXPECT_EQ(m_window->currentPage(), ui::MainWindow::Page::Train);
-    EXPECT_EQ(QDir::fromNativeSeparators(child<QLineEdit>("modelEdit")->text()), model.path());
+    EXPECT_EQ(QDir::fromNativeSeparators(child<QLineEdit>("model")->text()), model.path());
 }
 
 /// Steps at 2 per second of job time (StepMetrics::wallSeconds) until cancelled or done.
@@ -454,13 +455,13 @@ TEST(MainWindowStatusBar, ShowsTheJobsProgressAndTimeLeftAndEscStops)
     QSettings().remove(QStringLiteral("TrainPage"));
     QTemporaryDir dir;
     ASSERT_TRUE(dir.isValid());
-    ui::MainWindow window(dir.filePath(QStringLiteral("runs.sqlite3")), new app::EngineBridge(nullptr, stepSlowly));
+    ui::MainWindow window(dir.filePath(QStringLiteral("runs.sqlite3")), new bridge::EngineBridge(nullptr, stepSlowly));
     window.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
     window.activateWindow();
     ASSERT_TRUE(QTest::qWaitForWindowActive(&window));
     window.showPage(ui::MainWindow::Page::Runs); // Ctrl+Return starts from any page, and shows Train
-    auto *steps = window.findChild<QSpinBox *>(QStringLiteral("stepsSpin"));
+    auto *steps = window.findChild<QSpinBox *>(QStringLiteral("steps"));
     ASSERT_NE(steps, nullptr);
     steps->setValue(100'000);
     auto *progress = window.findChild<QProgressBar *>(QStringLiteral("jobProgress"));
@@ -478,7 +479,7 @@ TEST(MainWindowStatusBar, ShowsTheJobsProgressAndTimeLeftAndEscStops)
     window.bridge()->pause(true); // hold the numbers still while they are read
     QTest::qWait(100);
     const int step = progress->value();
-    EXPECT_EQ(eta->text(), QStringLiteral("%1 left").arg(QString::fromStdString(app::formatDuration((100'000 - step) / 2.0))));
+    EXPECT_EQ(eta->text(), QStringLiteral("%1 left").arg(QString::fromStdString(engine::formatDuration((100'000 - step) / 2.0))));
     EXPECT_TRUE(window.findChild<QLabel *>(QStringLiteral("stepLabel"))->text().startsWith(QStringLiteral("Step %1 /").arg(step)));
     window.bridge()->pause(false);
 
@@ -497,10 +498,10 @@ TEST_F(MainWindowTest, Screenshot)
         GTEST_SKIP() << "set TUNEBENCH_SCREENSHOT=path.png to save a screenshot of the Train page";
     constexpr int kSteps = 100;
     m_window->trainPage()->useDemo(); // the README's main job: LoRA of the bundled base model
-    child<QSpinBox>("stepsSpin")->setValue(kSteps);
-    child<QSpinBox>("batchSpin")->setValue(8);
-    child<QSpinBox>("seqLenSpin")->setValue(64);
-    child<QSpinBox>("threadsSpin")->setValue(2);
+    child<QSpinBox>("steps")->setValue(kSteps);
+    child<QSpinBox>("batch_size")->setValue(8);
+    child<QSpinBox>("sequence_length")->setValue(64);
+    child<QSpinBox>("threads")->setValue(2);
     click("startButton");
     ASSERT_TRUE(m_window->bridge()->isBusy()) << logText().toStdString();
     ui::TrainPage *plot = m_window->trainPage();
@@ -528,12 +529,12 @@ TEST_F(MainWindowTest, RunsScreenshot)
     const std::vector<std::pair<double, const char *>> runs = {{0.01, "lora lr 1e-2"}, {0.003, "lora lr 3e-3"}, {0.001, "lora lr 1e-3"}};
     for (const auto &[lr, name] : runs) {
         m_window->trainPage()->useDemo();
-        child<QSpinBox>("stepsSpin")->setValue(150);
-        child<QSpinBox>("batchSpin")->setValue(8);
-        child<QSpinBox>("seqLenSpin")->setValue(64);
-        child<QSpinBox>("threadsSpin")->setValue(2);
-        child<QDoubleSpinBox>("lrSpin")->setValue(lr);
-        child<QLineEdit>("runNameEdit")->setText(QString::fromLatin1(name));
+        child<QSpinBox>("steps")->setValue(150);
+        child<QSpinBox>("batch_size")->setValue(8);
+        child<QSpinBox>("sequence_length")->setValue(64);
+        child<QSpinBox>("threads")->setValue(2);
+        child<QDoubleSpinBox>("learning_rate")->setValue(lr);
+        child<QLineEdit>("name")->setText(QString::fromLatin1(name));
         click("startButton");
         ASSERT_TRUE(m_window->bridge()->isBusy()) << logText().toStdString();
         ASSERT_TRUE(waitForIdle(2 * kJobTimeoutMs));

@@ -68,22 +68,22 @@ TEST(RunsModel, SortsIdsAndStepsAsNumbersAndTimesAsTimes)
 TEST(RunsModel, SortsDurationsAsSecondsAndLossesAsNumbers)
 {
     auto a = summary(1, "2026-01-01T00:00:00Z", RunStatus::Succeeded);
-    a.durationSeconds = 59;       // "59s"
+    a.durationSeconds = 59;       // "0:59"
     a.bestEvalLoss = 10.5;
     auto b = summary(2, "2026-01-01T00:00:00Z", RunStatus::Succeeded);
-    b.durationSeconds = 3 * 3600; // "3h 00m"
+    b.durationSeconds = 3 * 3600; // "3:00:00"
     b.bestEvalLoss = 2.25;
     auto c = summary(3, "2026-01-01T00:00:00Z", RunStatus::Succeeded);
-    c.durationSeconds = 125;      // "2m 05s"
+    c.durationSeconds = 125;      // "2:05"
     ui::RunsModel model;
     model.setSummaries({a, b, c});
     ui::RunsFilterModel proxy;
     proxy.setSourceModel(&model);
     proxy.sort(ui::RunsModel::DurationColumn, Qt::AscendingOrder);
-    EXPECT_EQ(column(proxy, ui::RunsModel::DurationColumn), (QStringList{"59s", "2m 05s", "3h 00m"}));
+    EXPECT_EQ(column(proxy, ui::RunsModel::DurationColumn), (QStringList{"0:59", "2:05", "3:00:00"}));
     proxy.sort(ui::RunsModel::BestEvalLossColumn, Qt::AscendingOrder);
     EXPECT_EQ(column(proxy, ui::RunsModel::BestEvalLossColumn), (QStringList{"", "2.2500", "10.5000"}));
-    EXPECT_EQ(ui::RunsModel::durationText(2 * 86400 + 5 * 3600), QStringLiteral("2d 5h"));
+    EXPECT_EQ(ui::RunsModel::durationText(2 * 86400 + 5 * 3600), QStringLiteral("53:00:00"));
 }
 
 TEST(RunsModel, FilterMatchesNameModelTagsNotesAndStatus)

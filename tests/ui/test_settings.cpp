@@ -2,7 +2,7 @@
 // destroying and re-creating the main window. The test keeps its settings under an application name
 // of its own and removes them afterwards.
 
-#include "app/bridge/enginebridge.h"
+#include "bridge/enginebridge.h"
 #include "ui/application.h"
 #include "ui/mainwindow.h"
 #include "ui/pages/runspage.h"
@@ -158,15 +158,15 @@ TEST_F(SettingsTest, AFlagsRunDatabaseWinsOverTheRunFolder)
 TEST_F(SettingsTest, TheTrainFormComesBackAsItWasLeft)
 {
     open();
-    auto *steps = m_window->findChild<QSpinBox *>(QStringLiteral("stepsSpin"));
-    auto *method = m_window->findChild<QComboBox *>(QStringLiteral("methodCombo"));
+    auto *steps = m_window->findChild<QSpinBox *>(QStringLiteral("steps"));
+    auto *method = m_window->findChild<QComboBox *>(QStringLiteral("method"));
     ASSERT_TRUE(steps && method);
     steps->setValue(321);
     method->setCurrentIndex(method->findData(QStringLiteral("lora")));
     closeAndDestroy();
     open();
-    EXPECT_EQ(m_window->findChild<QSpinBox *>(QStringLiteral("stepsSpin"))->value(), 321);
-    EXPECT_EQ(m_window->findChild<QComboBox *>(QStringLiteral("methodCombo"))->currentData().toString(), QStringLiteral("lora"));
+    EXPECT_EQ(m_window->findChild<QSpinBox *>(QStringLiteral("steps"))->value(), 321);
+    EXPECT_EQ(m_window->findChild<QComboBox *>(QStringLiteral("method"))->currentData().toString(), QStringLiteral("lora"));
 }
 
 } // namespace

@@ -1,5 +1,7 @@
 #include "ui/models/runsmodel.h"
 
+#include "engine/core/format.h"
+
 #include <QLocale>
 #include <QProcess>
 
@@ -189,18 +191,7 @@ qint64 RunsModel::durationOf(const RunSummary &summary) const
 
 QString RunsModel::durationText(qint64 seconds)
 {
-    const qint64 days = seconds / 86400;
-    const qint64 hours = seconds % 86400 / 3600;
-    const qint64 minutes = seconds % 3600 / 60;
-    const qint64 secs = seconds % 60;
-    const auto two = [](qint64 value) { return QStringLiteral("%1").arg(value, 2, 10, QLatin1Char('0')); };
-    if (days > 0)
-        return QStringLiteral("%1d %2h").arg(days).arg(hours);
-    if (hours > 0)
-        return QStringLiteral("%1h %2m").arg(hours).arg(two(minutes));
-    if (minutes > 0)
-        return QStringLiteral("%1m %2s").arg(minutes).arg(two(secs));
-    return QStringLiteral("%1s").arg(secs);
+    return QString::fromStdString(engine::formatDuration(static_cast<double>(seconds)));
 }
 
 QVariant RunsModel::rawValue(const RunSummary &summary, int column) const

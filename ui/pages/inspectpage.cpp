@@ -1,6 +1,6 @@
 #include "ui/pages/inspectpage.h"
 
-#include "app/bridge/enginebridge.h"
+#include "bridge/enginebridge.h"
 #include "engine/inspect/inspector.h"
 #include "ui/widgets/autogradgraphview.h"
 #include "ui/widgets/versiontimeline.h"
@@ -137,7 +137,7 @@ AutogradGraphData graphData(const InspectionReport &report)
 
 } // namespace
 
-InspectPage::InspectPage(app::EngineBridge &bridge, QWidget *parent) : QWidget(parent), m_bridge(bridge)
+InspectPage::InspectPage(bridge::EngineBridge &bridge, QWidget *parent) : QWidget(parent), m_bridge(bridge)
 {
     m_headline = new QLabel(tr("Run a built-in scenario, or inspect your TorchScript module, to see why backward failed "
                                "or where a NaN began."),
@@ -214,8 +214,8 @@ InspectPage::InspectPage(app::EngineBridge &bridge, QWidget *parent) : QWidget(p
     layout->addWidget(m_detail);
     layout->addWidget(m_tabs, 1);
 
-    connect(&m_bridge, &app::EngineBridge::inspectionFinished, this, &InspectPage::onInspectionFinished);
-    connect(&m_bridge, &app::EngineBridge::busyChanged, this, [this](bool busy) {
+    connect(&m_bridge, &bridge::EngineBridge::inspectionFinished, this, &InspectPage::onInspectionFinished);
+    connect(&m_bridge, &bridge::EngineBridge::busyChanged, this, [this](bool busy) {
         m_runButton->setEnabled(!busy);
         m_scriptButton->setEnabled(!busy);
         m_fixButton->setEnabled(!busy && !m_lastScenario.isEmpty() && m_lastScenario != QLatin1String("kv-cache-fixed"));
@@ -254,7 +254,7 @@ QWidget *InspectPage::createSourceBar()
     return bar;
 }
 
-bool InspectPage::inspect(const app::InspectRequest &request)
+bool InspectPage::inspect(const bridge::InspectRequest &request)
 {
     QString error;
     if (!m_bridge.startInspection(request, &error)) {
@@ -262,7 +262,7 @@ bool InspectPage::inspect(const app::InspectRequest &request)
         return false;
     }
     m_waiting = true;
-    m_lastScenario = request.kind == app::InspectRequest::Kind::TorchScript ? QString() : request.scenario;
+    m_lastScenario = request.kind == bridge::InspectRequest::Kind::TorchScript ? QString() : request.scenario;
     m_headline->setText(tr("Recording one step…"));
     m_detail->clear();
     return true;
@@ -273,8 +273,8 @@ bool InspectPage::inspectScenario(const QString &name)
     const int index = m_scenarioCombo->findData(name);
     if (index >= 0)
         m_scenarioCombo->setCurrentIndex(index);
-    app::InspectRequest request;
-    request.kind = app::InspectRequest::Kind::Scenario;
+    bridge::InspectRequest request;
+    request.kind = bridge::InspectRequest::Kind::Scenario;
     request.scenario = name;
     return inspect(request);
 }
@@ -283,8 +283,8 @@ void InspectPage::runSelectedScenario() { inspectScenario(m_scenarioCombo->curre
 
 void InspectPage::verifyFix()
 {
-    app::InspectRequest request;
-    request.kind = app::InspectRequest::Kind::VerifyFix;
+    bridge::InspectRequest request;
+    request.kind = bridge::InspectRequest::Kind::VerifyFix;
     request.scenario = m_lastScenario;
     inspect(request);
 }
@@ -298,14 +298,14 @@ void InspectPage::inspectTorchScriptDialog()
                                                         tr("Tensors (*.pt *.pth)"));
     if (inputs.isEmpty())
         return;
-    app::InspectRequest request;
-    request.kind = app::InspectRequest::Kind::TorchScript;
+    bridge::InspectRequest request;
+    request.kind = bridge::InspectRequest::Kind::TorchScript;
     request.path = module;
     request.inputs = inputs;
     inspect(request);
 }
 
-void InspectPage::onInspectionFinished(const app::InspectionResult &report)
+void InspectPage::onInspectionFinished(const bridge::InspectionResult &report)
 {
     if (!m_waiting)
         return;
@@ -315,7 +315,7 @@ void InspectPage::onInspectionFinished(const app::InspectionResult &report)
 
 QString InspectPage::diagnosisText() const { return m_headline->text(); }
 
-void InspectPage::showReport(const app::InspectionResult &result)
+void InspectPage::showReport(const bridge::InspectionResult &result)
 {
     m_report = result;
     if (!m_report)

@@ -6,7 +6,7 @@
 // (filter: in-place only, module, tensor) and the gradient-flow table. "Verify fix" reruns a built-in
 // scenario with its fix and shows backward succeeding.
 
-#include "app/bridge/inspectrequest.h"
+#include "bridge/inspectrequest.h"
 
 #include <QWidget>
 
@@ -19,7 +19,7 @@ class QPushButton;
 class QTabWidget;
 class QTableWidget;
 
-namespace app {
+namespace bridge {
 class EngineBridge;
 }
 
@@ -33,17 +33,17 @@ class InspectPage : public QWidget {
 
 public:
     /// bridge outlives the page.
-    explicit InspectPage(app::EngineBridge &bridge, QWidget *parent = nullptr);
+    explicit InspectPage(bridge::EngineBridge &bridge, QWidget *parent = nullptr);
     ~InspectPage() override;
 
     /// Starts an inspection on the engine thread; false (and a message) when a job is running.
-    bool inspect(const app::InspectRequest &request);
+    bool inspect(const bridge::InspectRequest &request);
     /// Inspects the built-in scenario `name`.
     bool inspectScenario(const QString &name);
     /// Shows a report (also used by the training guard's hand-over).
-    void showReport(const app::InspectionResult &report);
+    void showReport(const bridge::InspectionResult &report);
 
-    const app::InspectionResult &report() const { return m_report; }
+    const bridge::InspectionResult &report() const { return m_report; }
     QString diagnosisText() const;
     VersionTimelineWidget *timeline() const { return m_timeline; }
     AutogradGraphView *graphView() const { return m_graph; }
@@ -62,10 +62,10 @@ private:
     void fillOps();
     void fillGradients();
     void selectOp(int opIndex);
-    void onInspectionFinished(const app::InspectionResult &report);
+    void onInspectionFinished(const bridge::InspectionResult &report);
 
-    app::EngineBridge &m_bridge;
-    app::InspectionResult m_report;
+    bridge::EngineBridge &m_bridge;
+    bridge::InspectionResult m_report;
     QString m_lastScenario;
     bool m_waiting = false;
 

@@ -2,6 +2,8 @@
 
 #include "engine/core/byteunits.h"
 #include "engine/core/error.h"
+#include "engine/core/atomicfile.h"
+#include "engine/core/format.h"
 #include "engine/plan/devicemapjson.h"
 #include "engine/plan/planmodel.h"
 #include "ui/models/moduletreemodel.h"
@@ -23,7 +25,6 @@
 #include <QListWidget>
 #include <QMimeData>
 #include <QPushButton>
-#include <QSaveFile>
 #include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
@@ -453,10 +454,10 @@ bool PlanPage::exportMap(const QString &file)
 {
     if (!m_plan)
         return false;
-    QSaveFile out(file); // written to a temporary file, renamed on commit: never half-written
-    const QByteArray bytes = QByteArray::fromStdString(engine::plan::exportJson(*m_plan).dump(2) + "\n");
-    if (!out.open(QIODevice::WriteOnly) || out.write(bytes) != bytes.size() || !out.commit()) {
-        showError(tr("Could not write %1: %2").arg(file, out.errorString()));
+    try { // written to a temporary file, renamed when whole: never half-written
+        engine::writeFileAtomically(file.toStdString(), engine::plan::exportJson(*m_plan).dump(2) + "\n");
+    } catch (const std::exception &e) {
+        showError(fromStd(e.what()));
         return false;
     }
     Q_EMIT statusMessage(tr("Device map written to %1").arg(file), 10000);
@@ -503,12 +504,12 @@ void PlanPage::exportPythonDialog()
                                                       tr("Python (*.py)"));
     if (file.isEmpty())
         return;
-    QSaveFile out(file);
-    const QByteArray bytes = QByteArray::fromStdString(engine::plan::pythonSnippet(*m_plan, m_modelPath.toStdString()));
-    if (!out.open(QIODevice::WriteOnly) || out.write(bytes) != bytes.size() || !out.commit())
-        showError(tr("Could not write %1: %2").arg(file, out.errorString()));
-    else
+    try {
+        engine::writeFileAtomically(file.toStdString(), engine::plan::pythonSnippet(*m_plan, m_modelPath.toStdString()));
         Q_EMIT statusMessage(tr("Python snippet written to %1").arg(file), 10000);
+    } catch (const std::exception &e) {
+        showError(fromStd(e.what()));
+    }
 }
 
 void PlanPage::importMapDialog()

@@ -1,9 +1,10 @@
 #include "ui/widgets/metricplots.h"
 
-#include "ui/widgets/atomicsave.h"
+#include "engine/core/atomicfile.h"
+#include "engine/core/format.h"
+#include "engine/report/metriccurve.h"
 #include "ui/widgets/curvecanvas.h"
 #include "ui/widgets/densegraph.h"
-#include "ui/widgets/metriccurve.h"
 #include "ui/widgets/parallelfor.h"
 #include "ui/widgets/qcustomplotinclude.h"
 #include "ui/widgets/widgetstyle.h"
@@ -33,8 +34,10 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <limits>
+#include <stdexcept>
 
 namespace ui {
 namespace {
@@ -113,15 +116,26 @@ QString exactNumber(double value)
     return QLocale::c().toString(value, 'g', QLocale::FloatingPointShortest);
 }
 
-QString formatDuration(double seconds)
+/// engine::writeFileAtomically for a Qt writer that answers false with a reason: an export never
+/// creates folders, and its error is one line naming the file.
+bool exportAtomically(const QString &path, const std::function<bool(const QString &temporary, QString *why)> &write,
+                      QString *error)
 {
-    if (!std::isfinite(seconds))
-        return QStringLiteral("?");
-    const qint64 total = qint64(std::llround(std::max(0.0, seconds)));
-    return QStringLiteral("%1:%2:%3")
-        .arg(total / 3600)
-        .arg((total / 60) % 60, 2, 10, QLatin1Char('0'))
-        .arg(total % 60, 2, 10, QLatin1Char('0'));
+    try {
+        engine::writeFileAtomically(
+            std::filesystem::path(QFile::encodeName(path).toStdString()),
+            [&](const std::filesystem::path &temporary) {
+                QString why;
+                if (!write(QFile::decodeName(temporary.c_str()), &why))
+                    throw std::runtime_error(why.isEmpty() ? std::string("the file could not be written") : why.toStdString());
+            },
+            engine::MissingFolders::Refuse);
+        return true;
+    } catch (const std::exception &e) {
+        if (error)
+            *error = QString::fromStdString(e.what());
+        return false;
+    }
 }
 
 void appendCsvField(std::string &line, const QString &text)
@@ -1318,7 +1332,7 @@ void MetricPlots::onMouseMove(QMouseEvent *event)
     const QString value = style.bytes ? QStringLiteral("%1 (%2)").arg(formatBytes(qint64(m_hover.value)),
                                                                       formatExactBytes(qint64(m_hover.value)))
                                       : exactNumber(m_hover.value);
-    QString time = formatDuration(m_hover.wallTime);
+    QString time = QString::fromStdString(engine::formatDuration(m_hover.wallTime));
     if (bestRun->started.isValid())
         time += QStringLiteral(" · ")
                 + bestRun->started.addMSecs(qint64(std::llround(m_hover.wallTime * 1000)))
@@ -1357,7 +1371,7 @@ bool MetricPlots::exportImage(const QString &path, QString *error)
         height = 700;
     }
     const QScopedValueRollback exporting(m_exporting, true);
-    return saveAtomically(
+    return exportAtomically(
         path,
         [&](const QString &temporary, QString *why) {
             if (suffix == QLatin1String("png"))
@@ -1386,7 +1400,7 @@ bool MetricPlots::exportImage(const QString &path, QString *error)
 
 bool MetricPlots::exportCsv(const QString &path, QString *error)
 {
-    return saveAtomically(
+    return exportAtomically(
         path,
         [&](const QString &temporary, QString *why) {
             QFile file(temporary);

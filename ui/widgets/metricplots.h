@@ -13,7 +13,7 @@
 // the nearest original point (run, metric, step, value, time). UI thread only.
 
 #include "engine/store/runstore.h"
-#include "ui/widgets/metriccurve.h"
+#include "engine/report/metriccurve.h"
 
 #include <QColor>
 #include <QDateTime>
@@ -45,6 +45,8 @@ class QTimer;
 class QToolButton;
 
 namespace ui {
+
+using engine::report::MetricCurve;
 
 /// One run's curves, as read from the run store.
 struct RunCurves {

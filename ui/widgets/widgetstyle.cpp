@@ -1,5 +1,7 @@
 #include "ui/widgets/widgetstyle.h"
 
+#include "engine/core/format.h"
+
 #include <QPalette>
 
 #include <QLocale>
@@ -10,20 +12,7 @@
 
 namespace ui {
 
-QString formatBytes(qint64 bytes)
-{
-    static constexpr std::array<const char *, 6> units{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    const qint64 magnitude = bytes < 0 ? -bytes : bytes;
-    if (magnitude < 1024)
-        return QStringLiteral("%1 B").arg(bytes);
-    double value = double(bytes) / 1024.0;
-    std::size_t unit = 0;
-    while (std::abs(value) >= 1023.95 && unit + 1 < units.size()) {
-        value /= 1024.0;
-        ++unit;
-    }
-    return QStringLiteral("%1 %2").arg(value, 0, 'f', 1).arg(QLatin1String(units[unit]));
-}
+QString formatBytes(qint64 bytes) { return QString::fromStdString(engine::formatBytes(bytes, 1)); }
 
 QString formatExactBytes(qint64 bytes)
 {

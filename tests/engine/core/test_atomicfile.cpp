@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 namespace fs = std::filesystem;
 using testing_support::TempDir;
@@ -80,4 +81,57 @@ TEST(StagedFolder, AppearsWholeOnCommitAndLeavesNothingWhenAbandoned)
     for ([[maybe_unused]] const auto &entry : fs::directory_iterator(dir.path()))
         ++entries;
     EXPECT_EQ(entries, 1u) << "no partial or old folder is left beside it";
+}
+
+namespace {
+
+int filesIn(const fs::path &folder)
+{
+    int count = 0;
+    for ([[maybe_unused]] const auto &entry : fs::directory_iterator(folder))
+        ++count;
+    return count;
+}
+
+} // namespace
+
+// A file written by name (as an image or PDF library writes): published whole, or not at all.
+TEST(AtomicFile, AWriterByNameIsPublishedWholeOrNotAtAll)
+{
+    using testing_support::expectError;
+    const TempDir dir("atomic-writer");
+    const fs::path file = dir / "plot.svg";
+    engine::writeFileAtomically(file, [](const fs::path &temporary) { std::ofstream(temporary) << "<svg/>"; });
+    EXPECT_EQ(engine::readFile(file), "<svg/>");
+
+    // A writer that fails: the old file stays, no temporary is left, the error names the file and why.
+    auto failing = [&] {
+        engine::writeFileAtomically(file, [](const fs::path &temporary) {
+            std::ofstream(temporary) << "half";
+            throw std::runtime_error("the SVG writer could not start");
+        });
+    };
+    expectError(failing, engine::ErrorKind::Io, "cannot write " + file.string());
+    expectError(failing, engine::ErrorKind::Io, "the SVG writer could not start");
+    EXPECT_EQ(engine::readFile(file), "<svg/>");
+    // A writer that wrote nothing has failed too.
+    expectError([&] { engine::writeFileAtomically(file, [](const fs::path &) {}); }, engine::ErrorKind::Io,
+                "nothing was written");
+    EXPECT_EQ(engine::readFile(file), "<svg/>");
+    EXPECT_EQ(filesIn(dir.path()), 1);
+}
+
+TEST(AtomicFile, AFileTheUserChoseNeedsItsFolder)
+{
+    using testing_support::expectError;
+    const TempDir dir("atomic-refuse");
+    auto write = [](const fs::path &temporary) { std::ofstream(temporary) << "x"; };
+    expectError([&] { engine::writeFileAtomically(dir / "missing" / "m.csv", write, engine::MissingFolders::Refuse); },
+                engine::ErrorKind::Io, "the folder " + (dir / "missing").string() + " does not exist");
+    EXPECT_FALSE(fs::exists(dir / "missing"));
+    expectError([&] { engine::writeFileAtomically(dir.path(), write, engine::MissingFolders::Refuse); },
+                engine::ErrorKind::Io, "it is a folder");
+    // The default makes the run's own folders.
+    engine::writeFileAtomically(dir / "made" / "m.csv", write);
+    EXPECT_EQ(engine::readFile(dir / "made" / "m.csv"), "x");
 }

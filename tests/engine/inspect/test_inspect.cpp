@@ -5,7 +5,7 @@
 #include "engine/core/error.h"
 #include "engine/core/modulescope.h"
 #include "engine/inspect/inspector.h"
-#include "engine/inspect/reportjson.h"
+#include "engine/inspect/inspectionoutput.h"
 #include "engine/inspect/scenariomodels.h"
 #include "engine/inspect/stepinspector.h"
 #include "engine/inspect/trainingguard.h"

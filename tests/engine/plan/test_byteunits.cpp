@@ -1,6 +1,7 @@
 // Byte sizes as Accelerate's convert_file_size_to_int reads them.
 
 #include "engine/core/byteunits.h"
+#include "engine/core/format.h"
 #include "support/expecterror.h"
 
 #include <gtest/gtest.h>
