@@ -6,7 +6,7 @@
 #include "engine/core/error.h"
 #include "engine/core/settings.h"
 #include "engine/train/export.h"
-#include "engine/train/runfolder.h"
+#include "engine/store/runfolder.h"
 #include "engine/train/trainer.h"
 
 #include <cstdio>
@@ -41,7 +41,7 @@ public:
             std::string store = m_globals.storePath;
             if (store.empty())
                 store = engine::loadSettings().effectiveStorePath().string();
-            const auto folder = engine::train::resolveRunFolder(m_run, store);
+            const auto folder = engine::store::resolveRunFolder(m_run, store);
             const bool peft = !m_peft.empty();
             const auto result = engine::train::exportRun(folder, peft ? engine::train::ExportKind::Peft : engine::train::ExportKind::Merged,
                                                          peft ? m_peft : m_merged);

@@ -8,7 +8,7 @@
 #include "engine/core/textutil.h"
 #include "engine/report/lossplot.h"
 #include "engine/store/runstore.h"
-#include "engine/train/runfolder.h"
+#include "engine/store/runfolder.h"
 
 #include <nlohmann/json.hpp>
 
@@ -118,7 +118,7 @@ private:
 
     int show(engine::store::RunStore &store, const std::string &path)
     {
-        m_runId = engine::train::resolveRunId(m_showRun, path);
+        m_runId = engine::store::resolveRunId(m_showRun, path);
         const auto run = store.run(m_runId);
         if (!run) {
             std::fprintf(stderr, "tunebench: no run %lld in %s\n", static_cast<long long>(m_runId), store.path().c_str());
@@ -163,7 +163,7 @@ private:
 
     int metrics(engine::store::RunStore &store, const std::string &path)
     {
-        const int64_t id = engine::train::resolveRunId(m_run, path);
+        const int64_t id = engine::store::resolveRunId(m_run, path);
         if (!store.run(id)) {
             std::fprintf(stderr, "tunebench: no run %lld in %s\n", static_cast<long long>(id), store.path().c_str());
             return ExitFailed;
@@ -220,7 +220,7 @@ private:
     int plot(engine::store::RunStore &store, const std::string &path)
     {
         engine::report::plotFormatFor(m_plotOutput); // a bad extension is refused before anything is read
-        const int64_t id = engine::train::resolveRunId(m_plotRun, path);
+        const int64_t id = engine::store::resolveRunId(m_plotRun, path);
         const auto run = store.run(id);
         if (!run)
             throw engine::invalidInput("no run " + std::to_string(id) + " in " + store.path().string());

@@ -10,13 +10,18 @@
 #include "engine/core/settings.h"
 #include "engine/core/threads.h"
 #include "engine/dist/distenv.h"
-#include "engine/model/deviceplacement.h"
-#include "engine/train/runfolder.h"
+#include "engine/store/runfolder.h"
+#include "engine/store/runstore.h"
+#include "engine/train/settingschema.h"
 #include "engine/train/trainer.h"
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace app::cli {
 namespace {
@@ -53,141 +58,65 @@ class TrainCommand : public Command {
 public:
     TrainCommand(CLI::App &app, const GlobalOptions &globals) : m_globals(globals)
     {
+        using engine::train::SettingKind;
         m_command = app.add_subcommand("train", commandSummary("train"));
         m_command->footer("Without --model, trains the built-in demo model (LLaMA architecture, ~2 M parameters),\n"
                           "freshly initialised. Without --data, uses the bundled demo corpus (Moby-Dick).\n"
-                          "Ctrl+C stops after the current step and keeps the run.");
-        auto &p = m_params;
-        m_command->add_option("--model", p.modelPath, "Model folder with config.json, or a config.json file")
-            ->check(CLI::ExistingPath);
-        m_command->add_option("--data", p.dataPath,
-                              "Training data: a UTF-8 text corpus, or JSONL with text / prompt+completion / messages / "
-                              "input_ids (default: the bundled demo corpus)");
-        m_command->add_option("--tokenizer", p.tokenizerPath,
-                              "tokenizer.json, tokenizer.model or a folder with one (default: the model folder's, tokenizer.json first; "
-                              "else a SentencePiece tokenizer trained on the corpus)");
-        m_command->add_option("--steps", p.steps, "Optimizer steps")->capture_default_str();
-        m_command->add_option("--lr", p.learningRate, "Peak learning rate")->capture_default_str();
-        m_command->add_option("--warmup", p.warmupSteps, "Linear warmup steps (default: 10 % of the steps)");
-        m_command->add_option("--min-lr-ratio", p.minLearningRateRatio, "Cosine decay ends at this fraction of the peak")
-            ->capture_default_str();
-        m_command->add_option("--batch-size", p.batchSize, "Sequences per step")->capture_default_str();
-        m_command->add_option("--seq-len", p.sequenceLength, "Tokens per sequence")->capture_default_str();
-        m_command->add_option("--weight-decay", p.weightDecay, "AdamW weight decay")->capture_default_str();
-        m_command->add_option("--grad-clip", p.gradClipNorm, "Clip the gradient norm to this (0 = off)")->capture_default_str();
-        m_command->add_option("--threads", m_threads, "CPU threads (default: the setting, else all cores)");
-        m_command->add_option("--device", p.device, "Device to train on: cpu, cuda or cuda:N")->capture_default_str();
-        m_command->add_option("--device-map", m_deviceMap,
-                              "Accelerate device map JSON (e.g. from `tunebench plan --output`): load the model's "
-                              "weights onto cpu / disk / cuda:N per module and train across them; auto = plan "
-                              "this run on this machine's GPUs and RAM");
-        m_command->add_option("--seed", p.seed, "Random seed")->capture_default_str();
-        m_command->add_option("--name", p.runName, "Run name (default: model and corpus names)");
-        m_command->add_option("--output", p.outputDir, "Folder for the run's files (default: runs/<id> beside the run database)");
-        m_command->add_flag("!--no-save", p.saveModel, "Do not save the trained model or adapter");
-
-        m_command->add_option("--method", m_method, "full (every weight) or lora (adapters on a frozen base)")
-            ->check(CLI::IsMember({"full", "lora"}))->capture_default_str();
-        m_command->add_option("--lora-r", p.lora.r, "LoRA rank")->capture_default_str();
-        m_command->add_option("--lora-alpha", p.lora.alpha, "LoRA alpha (scale alpha / r)")->capture_default_str();
-        m_command->add_option("--lora-dropout", p.lora.dropout, "Dropout on the LoRA input")->capture_default_str();
-        m_command->add_option("--lora-targets", m_loraTargets,
-                              "Modules to adapt: names (q_proj,v_proj; PEFT's list matching) or a regex over the full "
-                              "module name")->capture_default_str();
-        m_command->add_flag("--rslora", p.lora.rslora, "Scale alpha / sqrt(r) (rank-stabilised LoRA)");
-        m_command->add_option("--modules-to-save", m_modulesToSave,
-                              "Modules trained in full and saved in the adapter, e.g. lm_head (PEFT modules_to_save)");
-        m_command->add_option("--optimizer", m_optimizer, "adamw or sgd (with --momentum)")
-            ->check(CLI::IsMember({"adamw", "sgd"}))->capture_default_str();
-        m_command->add_option("--momentum", p.momentum, "SGD momentum, in [0, 1)")->capture_default_str();
-        m_command->add_option("--schedule", m_schedule, "Learning rate after warmup: constant, linear or cosine")
-            ->check(CLI::IsMember({"constant", "linear", "cosine"}))->capture_default_str();
-        m_command->add_option("--epochs", p.epochs, "Passes over the data (sets the steps; 0 = use --steps)");
-        m_command->add_option("--grad-accum", p.gradAccumulation, "Micro-batches per optimizer step")->capture_default_str();
-        m_command->add_option("--precision", m_precision,
-                              "fp32, bf16 (autocast, CPU or CUDA) or fp16 (autocast with loss scaling, CUDA); "
-                              "weights and optimizer state stay fp32")
-            ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))->capture_default_str();
-        m_command->add_flag("--checkpointing", p.gradientCheckpointing,
-                            "Recompute each decoder layer's activations in backward (less memory, more compute)");
-        m_command->add_option("--eval-data", p.evalDataPath, "A second corpus for eval loss and perplexity")
-            ->check(CLI::ExistingFile);
-        m_command->add_option("--val-fraction", p.valFraction, "Hold out this fraction of the data for eval");
-        m_command->add_option("--eval-every", p.evalEvery, "Evaluate every N steps (and at the end)");
-        m_command->add_option("--eval-batches", p.evalBatches, "Batches per evaluation (0 = the whole eval set)")
-            ->capture_default_str();
-        m_command->add_option("--save-every", p.saveEvery, "Write a checkpoint every N steps (one is also written at stop)");
-        m_command->add_option("--keep", p.keepCheckpoints, "Keep the last K checkpoints (0 = all)")->capture_default_str();
+                          "Ctrl+C stops after the current step and keeps the run; --resume RUN continues it with\n"
+                          "its stored settings (only --steps, checkpoint, evaluation, sample and thread flags may\n"
+                          "change then).");
+        // One option per setting, from the settings' declaration (engine/train/settingschema.h). The
+        // values are read as text and parsed by the setting itself, so that the command line, the stored
+        // JSON and the Train page agree on every rule.
+        const engine::train::TrainingParams defaults;
+        for (const engine::train::SettingSpec &spec : engine::train::trainingSettings()) {
+            if (spec.flag.empty())
+                continue;
+            std::string help = spec.help;
+            if (spec.resumable)
+                help += " [may change with --resume]";
+            CLI::Option *option = nullptr;
+            if (spec.kind == SettingKind::Switch && spec.choices.empty()) {
+                option = m_command->add_flag(spec.flag, help);
+            } else {
+                option = m_command->add_option(spec.flag, m_texts[spec.key], help);
+                const std::string shown = spec.special && spec.valueOf(defaults) == nlohmann::json(spec.special->value)
+                    ? spec.special->text
+                    : spec.text(defaults);
+                if (!shown.empty() && spec.key != "threads")
+                    option->default_str(shown);
+                if (!spec.choices.empty() && spec.kind != SettingKind::Text) {
+                    std::vector<std::string> values;
+                    for (const auto &choice : spec.choices)
+                        values.push_back(choice.value);
+                    option->check(CLI::IsMember(values));
+                }
+            }
+            if (spec.key == "model")
+                option->check(CLI::ExistingPath);
+            else if (spec.key == "eval_data")
+                option->check(CLI::ExistingFile);
+            m_options.emplace_back(&spec, option);
+        }
         m_command->add_option("--resume", m_resume,
-                              "Continue run RUN (an id, or its output folder) from its newest checkpoint, with the "
-                              "same settings; --steps may be raised");
-        m_command->add_option("--sample", p.samplePrompt, "Generate a greedy sample of this prompt before and after training");
-        m_command->add_option("--sample-tokens", p.sampleTokens, "New tokens of that sample")->capture_default_str();
+                              "Continue run RUN (an id, or its folder or one of its checkpoints) from its newest "
+                              "checkpoint with its stored settings; flags marked [may change with --resume] may "
+                              "change, e.g. --steps to train further");
         m_command->add_flag("--demo", m_demo,
                             "The demo: LoRA fine-tuning of the bundled base model (pretrained on Moby-Dick) on a Jargon "
                             "File slice, eval loss every 25 steps, a sample before and after (flags given win)");
         m_command->add_flag("--preview", m_preview,
                             "Show what would be trained on (format, counts, truncation, the first rows) and exit");
-        m_command->add_option("--bad-lines", m_badLines, "A malformed JSONL line stops the run or is skipped and counted")
-            ->check(CLI::IsMember({"stop", "skip"}))->capture_default_str();
-        m_command->add_option("--on-nan", m_onNan, "A non-finite loss or gradient stops the run or skips the step")
-            ->check(CLI::IsMember({"stop", "skip"}))->capture_default_str();
-        m_command->add_option("--guard", m_guard,
-                              "The inspector's guard on every step: an in-place write that would break backward stops "
-                              "the run before backward and keeps the step for `tunebench inspect`")
-            ->check(CLI::IsMember({"on", "off"}))->capture_default_str();
         m_command->add_flag("--quiet,-q", m_quiet, "Print only the summary");
-        m_command->add_option("--dist-timeout", p.distributedTimeoutSeconds,
-                              "Data parallel (RANK/WORLD_SIZE from torchrun, srun or `tunebench launch`): seconds a rank "
-                              "waits for the others before the job fails")
-            ->capture_default_str();
-        m_command->add_option("--ddp-bucket-mb", p.bucketMegabytes,
-                              "Data parallel: gradient bucket size in MB, each summed as soon as backward filled it "
-                              "(DDP's bucket_cap_mb); 0 = sum all after backward")
-            ->capture_default_str();
     }
 
     CLI::App *subcommand() const override { return m_command; }
 
     int run() override
     {
-        if (m_demo)
-            applyDemo();
-        engine::train::TrainingParams params = m_params;
-        params.storePath = m_globals.storePath;
+        engine::train::TrainingParams params;
         try {
-            params.distributed = engine::dist::distributedEnvFromProcess();
-            const engine::Settings settings = engine::loadSettings();
-            params.threads = m_threads >= 0 ? m_threads : settings.threads;
-            // Ranks sharing a machine share its cores (torchrun leaves one thread each; this splits them).
-            if (m_threads < 0 && settings.threads == 0 && params.distributed.localWorldSize > 1)
-                params.threads = std::max(1, engine::hardwareThreads() / params.distributed.localWorldSize);
-            if (params.storePath.empty())
-                params.storePath = settings.effectiveStorePath().string();
-            if (m_deviceMap == "auto")
-                params.autoDeviceMap = true;
-            else if (!m_deviceMap.empty())
-                params.devicePlacement = engine::model::DevicePlacement::fromFile(m_deviceMap).entries;
-            params.method = m_method == "lora" ? engine::train::TrainingMethod::Lora : engine::train::TrainingMethod::Full;
-            params.lora.setTargetsFromText(m_loraTargets);
-            params.lora.modulesToSave.clear();
-            if (!m_modulesToSave.empty()) {
-                engine::model::LoraSettings names;
-                names.setTargetsFromText(m_modulesToSave);
-                params.lora.modulesToSave = names.targets;
-            }
-            params.optimizer = m_optimizer == "sgd" ? engine::train::OptimizerKind::Sgd : engine::train::OptimizerKind::AdamW;
-            params.schedule = m_schedule == "constant" ? engine::train::ScheduleKind::Constant
-                : m_schedule == "linear"                ? engine::train::ScheduleKind::Linear
-                                                        : engine::train::ScheduleKind::Cosine;
-            params.precision = m_precision == "bf16" ? engine::train::Precision::Bf16
-                : m_precision == "fp16"                 ? engine::train::Precision::Fp16
-                                                        : engine::train::Precision::Fp32;
-            params.nonFinite = m_onNan == "skip" ? engine::train::NonFinitePolicy::Skip : engine::train::NonFinitePolicy::Stop;
-            params.skipBadLines = m_badLines == "skip";
-            params.inspectGuard = m_guard == "on";
-            if (!m_resume.empty())
-                params.resumeFrom = engine::train::resolveRunFolder(m_resume, params.storePath).string();
+            params = m_resume.empty() ? newRunSettings() : resumedSettings();
         } catch (const engine::Error &e) {
             std::fprintf(stderr, "tunebench: %s\n", e.what());
             return ExitFailed;
@@ -216,35 +145,123 @@ public:
     }
 
 private:
-    /// The demo's settings, except where the command line gave a value.
-    void applyDemo()
+    /// A flag given on the command line, as its setting reads it.
+    void applyGiven(const engine::train::SettingSpec &spec, const CLI::Option *option, engine::train::TrainingParams &p) const
     {
-        auto unset = [&](const char *flag) { return m_command->get_option(flag)->count() == 0; };
-        auto &p = m_params;
-        if (unset("--model"))
-            p.modelPath = engine::demoBaseModelPath().string();
-        if (unset("--data"))
-            p.dataPath = engine::demoFineTuneCorpusPath().string();
-        if (unset("--method"))
-            m_method = "lora";
-        if (unset("--lora-targets"))
-            m_loraTargets = "q_proj,k_proj,v_proj,o_proj";
-        if (unset("--lora-r"))
-            p.lora.r = 16;
-        if (unset("--lora-alpha"))
-            p.lora.alpha = 32;
-        if (unset("--steps"))
-            p.steps = 200;
-        if (unset("--lr"))
-            p.learningRate = 3e-3;
-        if (unset("--val-fraction") && unset("--eval-data"))
-            p.valFraction = 0.05;
-        if (unset("--eval-every"))
-            p.evalEvery = 25;
-        if (unset("--sample"))
-            p.samplePrompt = "A hacker is";
-        if (unset("--name"))
-            p.runName = "demo: LoRA of the Moby-Dick base on the Jargon File";
+        if (spec.kind == engine::train::SettingKind::Switch && spec.choices.empty())
+            spec.setJson(p, nlohmann::json(!spec.negatedFlag));
+        else
+            spec.setText(p, m_texts.at(spec.key));
+    }
+
+    /// What this machine and this process decide: the store, the ranks, the threads (unless kept).
+    void applyEnvironment(engine::train::TrainingParams &p, bool keepThreads) const
+    {
+        const engine::Settings settings = engine::loadSettings();
+        p.storePath = m_globals.storePath.empty() ? settings.effectiveStorePath().string() : m_globals.storePath;
+        p.distributed = engine::dist::distributedEnvFromProcess();
+        if (!keepThreads) {
+            p.threads = settings.threads;
+            // Ranks sharing a machine share its cores (torchrun leaves one thread each; this splits them).
+            if (settings.threads == 0 && p.distributed.localWorldSize > 1)
+                p.threads = std::max(1, engine::hardwareThreads() / p.distributed.localWorldSize);
+        }
+    }
+
+    /// Whether a flag given with a resume leaves the setting as the run has it (paths compared as files).
+    static bool sameValue(const engine::train::SettingSpec &spec, const engine::train::TrainingParams &run,
+                          const engine::train::TrainingParams &given)
+    {
+        if (spec.valueOf(given) == spec.valueOf(run))
+            return true;
+        if (spec.kind != engine::train::SettingKind::Path)
+            return false;
+        std::error_code ec;
+        const std::string a = spec.text(run), b = spec.text(given);
+        return !a.empty() && !b.empty() && std::filesystem::equivalent(a, b, ec);
+    }
+
+    bool given(const char *key) const
+    {
+        for (const auto &[spec, option] : m_options) {
+            if (spec->key == key)
+                return option->count() > 0;
+        }
+        return false;
+    }
+
+    /// A new run: the defaults, the demo's settings when asked, then every flag given.
+    engine::train::TrainingParams newRunSettings() const
+    {
+        engine::train::TrainingParams p;
+        if (m_demo)
+            applyDemo(p);
+        for (const auto &[spec, option] : m_options) {
+            if (option->count() > 0)
+                applyGiven(*spec, option, p);
+        }
+        applyEnvironment(p, given("threads"));
+        return p;
+    }
+
+    /// `--resume RUN`: the settings the run's newest checkpoint was written with; a flag given alongside
+    /// may change what a resume can change, and is refused by name when it would change anything else.
+    engine::train::TrainingParams resumedSettings() const
+    {
+        const std::string storePath = m_globals.storePath.empty() ? engine::loadSettings().effectiveStorePath().string()
+                                                                  : m_globals.storePath;
+        const engine::store::ResumeState state = engine::store::readResumeState(m_resume, storePath);
+        engine::train::TrainingParams p;
+        engine::train::readSettingsJson(state.training, engine::train::SettingScope::All, p);
+        const std::string run = state.runId > 0 ? "run " + std::to_string(state.runId) : state.folder.string();
+        // What the run is: its name and folder are its own (the same --name or --output, as a script that
+        // repeats its flags gives them, is fine).
+        std::string runName;
+        if (state.runId > 0) {
+            engine::store::RunStore store = engine::store::RunStore::open(state.storePath.empty() ? storePath : state.storePath);
+            if (const auto record = store.run(state.runId))
+                runName = record->name;
+        }
+        p.runName = runName;
+        p.outputDir = state.folder.string();
+        for (const auto &[spec, option] : m_options) {
+            if (option->count() == 0)
+                continue;
+            engine::train::TrainingParams changed = p;
+            applyGiven(*spec, option, changed);
+            if (spec->resumable || sameValue(*spec, p, changed))
+                continue;
+            const std::string now = spec->text(p).empty() ? std::string("none") : spec->text(p);
+            throw engine::invalidSetting(spec->key, spec->flag + " cannot change when resuming " + run + " (it has "
+                                                        + now + "): a resume continues the same training; start a new "
+                                                          "run for other settings");
+        }
+        for (const auto &[spec, option] : m_options) {
+            if (option->count() > 0 && spec->resumable)
+                applyGiven(*spec, option, p);
+        }
+        // --demo adds nothing to a resume: the stored settings are the demo's when the run was one. The
+        // threads are the run's too (a bit-for-bit continuation needs the same), unless given.
+        applyEnvironment(p, /*keepThreads=*/true);
+        p.resumeFrom = state.checkpoint.string();
+        return p;
+    }
+
+    /// The demo's settings (flags given afterwards win).
+    static void applyDemo(engine::train::TrainingParams &p)
+    {
+        p.modelPath = engine::demoBaseModelPath().string();
+        p.dataPath = engine::demoFineTuneCorpusPath().string();
+        p.method = engine::train::TrainingMethod::Lora;
+        p.lora.setTargetsFromText("q_proj,k_proj,v_proj,o_proj");
+        p.lora.r = 16;
+        p.lora.alpha = 32;
+        p.steps = 200;
+        p.learningRate = 3e-3;
+        p.valFraction = 0.05;
+        p.evalEvery = 25;
+        p.samplePrompt = "A hacker is";
+        p.runName = "demo: LoRA of the Moby-Dick base on the Jargon File";
     }
 
     int preview(const engine::train::TrainingParams &params)
@@ -308,19 +325,9 @@ private:
 
     const GlobalOptions &m_globals;
     CLI::App *m_command = nullptr;
-    engine::train::TrainingParams m_params;
-    int m_threads = -1;
-    std::string m_deviceMap;
-    std::string m_method = "full";
-    std::string m_loraTargets = "q_proj,v_proj";
-    std::string m_modulesToSave;
-    std::string m_optimizer = "adamw";
-    std::string m_schedule = "cosine";
-    std::string m_onNan = "stop";
-    std::string m_guard = "on";
-    std::string m_precision = "fp32";
+    std::vector<std::pair<const engine::train::SettingSpec *, CLI::Option *>> m_options; ///< one per setting flag
+    std::map<std::string, std::string> m_texts; ///< each valued flag's text, by setting key
     std::string m_resume;
-    std::string m_badLines = "stop";
     bool m_preview = false;
     bool m_demo = false;
     bool m_quiet = false;

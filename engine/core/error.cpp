@@ -22,9 +22,9 @@ ErrorInfo currentExceptionInfo()
     try {
         throw;
     } catch (const Error &e) {
-        return {e.kind(), e.what()};
+        return {e.kind(), e.what(), e.field()};
     } catch (const std::bad_alloc &) {
-        return {ErrorKind::OutOfMemory, "out of host memory (std::bad_alloc)"};
+        return {ErrorKind::OutOfMemory, "out of host memory (std::bad_alloc)", {}};
     } catch (const std::exception &e) {
         // Torch's errors (c10::Error, c10::OutOfMemoryError) are std::exceptions; they are told by their
         // text, so that this stays torch-free: the GUI program, which links no libtorch, classifies the
@@ -32,9 +32,9 @@ ErrorInfo currentExceptionInfo()
         const std::string message = torchErrorText(e);
         const bool oom = message.find("out of memory") != std::string::npos
             || message.find("DefaultCPUAllocator") != std::string::npos; // "can't allocate memory", "not enough memory"
-        return {oom ? ErrorKind::OutOfMemory : ErrorKind::Internal, message};
+        return {oom ? ErrorKind::OutOfMemory : ErrorKind::Internal, message, {}};
     } catch (...) {
-        return {ErrorKind::Internal, "unknown exception"};
+        return {ErrorKind::Internal, "unknown exception", {}};
     }
 }
 

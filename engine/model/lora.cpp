@@ -63,16 +63,16 @@ std::vector<std::string> resolveLoraTargets(LlamaForCausalLM &model, const LoraS
         anySave = anySave || isModuleToSave(name, settings);
     }
     if (!unsupported.empty()) {
-        throw invalidInput(describeTargets(settings) + " match modules that are not Linear layers: "
+        throw invalidSetting("lora.target_modules", describeTargets(settings) + " match modules that are not Linear layers: "
                            + joined(unsupported) + "; LoRA adapts " + joined(linearNames(model))
                            + " (train embeddings or norms in full with modules_to_save)");
     }
     if (adapted.empty()) {
-        throw invalidInput(describeTargets(settings) + " match no module of the model; its Linear modules are "
+        throw invalidSetting("lora.target_modules", describeTargets(settings) + " match no module of the model; its Linear modules are "
                            + joined(linearNames(model)) + " (e.g. model.layers.0.self_attn.q_proj)");
     }
     if (!anySave) {
-        throw invalidInput("modules_to_save [" + joined(settings.modulesToSave)
+        throw invalidSetting("lora.modules_to_save", "modules_to_save [" + joined(settings.modulesToSave)
                            + "] names no module of the model (e.g. lm_head, model.embed_tokens, model.norm)");
     }
     return adapted;

@@ -1,4 +1,5 @@
 #include "engine/store/runstore.h"
+#include "engine/store/runfolder.h"
 
 #include "engine/core/error.h"
 #include "engine/core/paths.h"
@@ -554,27 +555,12 @@ void RunStore::deleteRun(int64_t run, RunFolderAction folderAction)
     }
 }
 
-fs::path runsFolderBeside(const fs::path &storePath)
-{
-    return fs::absolute(storePath).parent_path() / "runs";
-}
-
 fs::path RunStore::runFolder(int64_t run)
 {
     const std::optional<RunRecord> record = this->run(run);
     if (!record)
         return {};
-    // As the trainer chooses it (runOutputDir): the output folder it was given, else the default.
-    const nlohmann::json config = nlohmann::json::parse(record->configJson, nullptr, false);
-    if (config.is_object()) {
-        const auto outputDir = config.find("output_dir");
-        if (outputDir != config.end() && outputDir->is_string() && !outputDir->get<std::string>().empty())
-            return outputDir->get<std::string>();
-        const auto outputRoot = config.find("output_root");
-        if (outputRoot != config.end() && outputRoot->is_string() && !outputRoot->get<std::string>().empty())
-            return fs::path(outputRoot->get<std::string>()) / std::to_string(run);
-    }
-    return dataDir() / "runs" / std::to_string(run); // where runs went before output_root was recorded
+    return runFolderOf(run, parseRunConfig(record->configJson));
 }
 
 std::optional<fs::path> RunStore::createdRunFolder(int64_t run)
@@ -592,19 +578,10 @@ std::optional<fs::path> RunStore::createdRunFolder(int64_t run)
         std::error_code error;
         if (!fs::is_directory(candidate, error))
             continue;
-        std::ifstream in(candidate / kRunFolderMarker);
-        if (!in)
-            continue;
-        std::stringstream text;
-        text << in.rdbuf();
-        const nlohmann::json marker = nlohmann::json::parse(text.str(), nullptr, false);
-        if (!marker.is_object() || !marker.contains("run_id") || !marker["run_id"].is_number_integer() ||
-            marker["run_id"].get<int64_t>() != run)
-            continue;
+        const std::optional<RunMarker> marker = readRunMarker(candidate);
         // The same run id may exist in another store (the default folder is shared): the marker must
         // name this one.
-        if (!marker.contains("store") || !marker["store"].is_string() ||
-            !sameFile(marker["store"].get<std::string>(), m_impl->path))
+        if (!marker || marker->runId != run || marker->storePath.empty() || !sameFile(marker->storePath, m_impl->path))
             continue;
         return candidate;
     }

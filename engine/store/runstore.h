@@ -34,11 +34,6 @@ enum class RunStatus { Running, Succeeded, Failed, Cancelled, Interrupted };
 const char *runStatusName(RunStatus status);
 std::optional<RunStatus> parseRunStatus(std::string_view name);
 
-/// Where runs recorded in the database at `storePath` keep their files when no output folder is given:
-/// the "runs" folder beside it (<folder>/runs/<id>), absolute. For the default database that is
-/// <data>/runs; a run folder chosen in the GUI, or `--db`, keeps the runs' files with their database.
-std::filesystem::path runsFolderBeside(const std::filesystem::path &storePath);
-
 /// One row of the runs table.
 struct RunRecord {
     int64_t id = 0;
@@ -70,9 +65,6 @@ struct OpenOptions {
 
 /// What deleteRun() does with the run's folder on disk.
 enum class RunFolderAction { Keep, Delete };
-
-/// The file tunebench writes into every run folder it creates: {"run_id": N, "store": "<db path>"}.
-inline constexpr const char *kRunFolderMarker = "run.json";
 
 /// One value of a metric, as written by the trainer.
 struct MetricSample {
@@ -158,13 +150,12 @@ public:
     /// folder). Throws Error(InvalidInput) for an unknown run or one that a live process is running,
     /// and Error(Io) if the folder could not be removed (the rows are gone then; the message says so).
     void deleteRun(int64_t run, RunFolderAction folder = RunFolderAction::Keep);
-    /// Where the run's files are or were (whether or not the folder still exists): its config's output_dir,
-    /// else its output_root/<id> (the runsFolderBeside its database when it was created), else, for runs
-    /// recorded before output_root was, <data>/runs/<id>. Empty for an unknown run.
+    /// Where the run's files are or were (whether or not the folder still exists): runFolderOf its stored
+    /// config (engine/store/runfolder.h). Empty for an unknown run.
     std::filesystem::path runFolder(int64_t run);
     /// The folder tunebench created for this run, if it still exists: the run's output folder (its
     /// runFolder, or the folder of one of its artifacts) that
-    /// holds a run.json naming this run and this store. Empty for anything else.
+    /// holds a marker (kRunMarker) naming this run and this store. Empty for anything else.
     std::optional<std::filesystem::path> createdRunFolder(int64_t run);
 
     /// Marks Running runs whose owning process is gone as Interrupted. Returns how many changed.

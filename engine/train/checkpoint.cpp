@@ -5,36 +5,21 @@
 #include "engine/io/safetensorsfile.h"
 #include "engine/model/lora.h"
 #include "engine/model/pretrained.h"
+#include "engine/store/runfolder.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 
 namespace engine::train {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char *kStateFile = "trainer_state.json";
+constexpr const char *kStateFile = store::kCheckpointStateFile;
 constexpr const char *kOptimizerFile = "optimizer.safetensors";
 constexpr const char *kRngFile = "rng_state.safetensors";
-
-std::optional<int64_t> checkpointStep(const fs::path &folder)
-{
-    const std::string name = folder.filename().string();
-    const std::string prefix = "checkpoint-";
-    if (name.rfind(prefix, 0) != 0)
-        return std::nullopt;
-    int64_t step = 0;
-    const char *begin = name.data() + prefix.size();
-    const char *end = name.data() + name.size();
-    const auto [ptr, ec] = std::from_chars(begin, end, step);
-    if (ec != std::errc() || ptr != end || begin == end)
-        return std::nullopt;
-    return step;
-}
 
 std::map<std::string, torch::Tensor> readAll(const fs::path &file)
 {
@@ -58,20 +43,6 @@ nlohmann::json stateJson(const CheckpointState &s)
 }
 
 } // namespace
-
-std::vector<std::pair<int64_t, fs::path>> listCheckpoints(const fs::path &outputDir)
-{
-    std::vector<std::pair<int64_t, fs::path>> found;
-    std::error_code ec;
-    for (const auto &entry : fs::directory_iterator(outputDir, ec)) {
-        if (!entry.is_directory())
-            continue;
-        if (const auto step = checkpointStep(entry.path()); step && fs::exists(entry.path() / kStateFile))
-            found.emplace_back(*step, entry.path());
-    }
-    std::sort(found.begin(), found.end());
-    return found;
-}
 
 int removePartialCheckpoints(const fs::path &outputDir)
 {
@@ -111,7 +82,7 @@ fs::path writeCheckpoint(const fs::path &outputDir, const CheckpointState &state
     staged.commit();
 
     if (keep > 0) {
-        auto all = listCheckpoints(outputDir);
+        auto all = store::listCheckpoints(outputDir);
         for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {
             std::error_code ec;
             fs::remove_all(all[i].second, ec);
@@ -126,7 +97,7 @@ fs::path findCheckpoint(const fs::path &path)
         throw invalidInput("resume: " + path.string() + " does not exist");
     if (fs::exists(path / kStateFile))
         return path;
-    const auto all = listCheckpoints(path);
+    const auto all = store::listCheckpoints(path);
     if (all.empty())
         throw invalidInput("resume: " + path.string() + " holds no checkpoint (checkpoint-<step>/ with " + kStateFile
                            + "); a run writes one every --save-every steps and when it is stopped");

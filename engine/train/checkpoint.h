@@ -54,7 +54,4 @@ void restoreCheckpoint(const std::filesystem::path &checkpoint, const Checkpoint
 /// Returns how many.
 int removePartialCheckpoints(const std::filesystem::path &outputDir);
 
-/// The checkpoint folders in `outputDir`, by step.
-std::vector<std::pair<int64_t, std::filesystem::path>> listCheckpoints(const std::filesystem::path &outputDir);
-
 } // namespace engine::train

@@ -3,6 +3,7 @@
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
 #include "engine/model/pretrained.h"
+#include "engine/store/runfolder.h"
 #include "engine/tokenize/tokenizer.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/tokenizersource.h"
@@ -47,7 +48,7 @@ ExportResult exportRun(const fs::path &runFolder, ExportKind kind, const fs::pat
         source = runFolder / "adapter";
     else if (model::holdsWeights(runFolder / "model"))
         source = runFolder / "model";
-    else if (const auto all = listCheckpoints(runFolder); !all.empty())
+    else if (const auto all = store::listCheckpoints(runFolder); !all.empty())
         source = all.back().second;
     else
         throw invalidInput("run folder " + runFolder.string() + " holds nothing to export (no adapter/, model/ or checkpoint)");

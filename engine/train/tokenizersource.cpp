@@ -63,7 +63,7 @@ TokenizerChoice resolveTokenizer(const TrainingParams &params, const model::Llam
 
     TokenizerChoice choice{tokenize::loadTokenizer(path), tokenize::tokenizerFiles(path)};
     if (choice.tokenizer->vocabSize() > config.vocabSize) {
-        throw invalidInput("tokenizer " + path.string() + " has " + std::to_string(choice.tokenizer->vocabSize())
+        throw invalidSetting("tokenizer", "tokenizer " + path.string() + " has " + std::to_string(choice.tokenizer->vocabSize())
                            + " tokens but the model's vocab_size is " + std::to_string(config.vocabSize));
     }
     return choice;

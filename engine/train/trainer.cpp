@@ -1,5 +1,4 @@
 #include "engine/train/trainer.h"
-#include "engine/train/runfolder.h"
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/autocast.h"
@@ -24,11 +23,13 @@
 #include "engine/model/llamamodel.h"
 #include "engine/model/pretrained.h"
 #include "engine/report/lossplot.h"
+#include "engine/store/runfolder.h"
 #include "engine/store/runstore.h"
 #include "engine/tokenize/tokenizer.h"
 #include "engine/model/lora.h"
 #include "engine/plan/planner.h"
 #include "engine/core/byteunits.h"
+#include "engine/core/format.h"
 #include "engine/train/batchsampler.h"
 #include "engine/train/checkpoint.h"
 #include "engine/train/dataset.h"
@@ -207,17 +208,17 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
             job.weightsFolder = p;
     }
     if (params.method == TrainingMethod::Lora && job.weightsFolder.empty()) {
-        throw invalidInput("LoRA adapts a pretrained model: give a model folder with weights (--model DIR); the "
+        throw invalidSetting("model", "LoRA adapts a pretrained model: give a model folder with weights (--model DIR); the "
                            "built-in demo model and a bare config.json start from random weights");
     }
     if ((!params.devicePlacement.empty() || params.autoDeviceMap) && job.weightsFolder.empty()) {
-        throw invalidInput("a device map needs a model folder with weights to load onto its devices (--model DIR); "
+        throw invalidSetting("model", "a device map needs a model folder with weights to load onto its devices (--model DIR); "
                            "the built-in demo model and a bare config.json start from random weights");
     }
     job.devicePlacement = params.autoDeviceMap ? planDeviceMap(params, job, observer) : params.devicePlacement;
     requirePrecisionDevices(params.precision, job);
     if (params.sequenceLength > job.config.maxPositionEmbeddings) {
-        throw invalidInput("setting sequence length = " + std::to_string(params.sequenceLength)
+        throw invalidSetting("sequence_length", "setting sequence length = " + std::to_string(params.sequenceLength)
                            + " exceeds the model's max_position_embeddings = "
                            + std::to_string(job.config.maxPositionEmbeddings));
     }
@@ -285,7 +286,7 @@ std::optional<PreparedJob> prepare(const TrainingParams &params, JobControl &con
         // A seeded random subset, so that the held-out text is spread over the corpus.
         const int64_t held = std::max<int64_t>(1, static_cast<int64_t>(std::llround(params.valFraction * double(count))));
         if (held >= count) {
-            throw invalidInput("validation fraction " + formatDouble(params.valFraction) + " of " + std::to_string(count)
+            throw invalidSetting("val_fraction", "validation fraction " + formatDouble(params.valFraction) + " of " + std::to_string(count)
                                + " sequences leaves none to train on");
         }
         std::vector<int64_t> order(static_cast<size_t>(count));
@@ -992,16 +993,6 @@ LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobCo
     }
 }
 
-// The --output folder, else <the runs folder beside the database>/<id> (RunStore::runFolder reads it back).
-std::filesystem::path runOutputDir(const TrainingParams &params, int64_t runId, const std::filesystem::path &storePath)
-{
-    return params.outputDir.empty() ? store::runsFolderBeside(storePath) / std::to_string(runId)
-                                    : std::filesystem::path(params.outputDir);
-}
-
-/// Saves what the run trained where `tunebench generate/score` and Python load it: for full fine-tuning the
-/// model (config.json + model.safetensors, save_pretrained layout) and its tokenizer.model in <output>/model;
-/// for LoRA the PEFT adapter in <output>/adapter. Each folder appears whole (staged, then renamed).
 void saveTrained(const TrainingParams &params, TrainingOutcome &outcome, model::LlamaForCausalLM &model,
                  const PreparedJob &job, store::RunStore &store, TrainingObserver &observer,
                  const std::filesystem::path &outputDir)
@@ -1164,7 +1155,7 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
         if (resume)
             checkResumable(resume->state.identity, runIdentity(params, *job), resume->checkpoint);
         if (resume && params.totalSteps(job->sequences.size(0)) <= resume->state.step) {
-            throw invalidInput("nothing to resume: " + resume->checkpoint.string() + " is at step "
+            throw invalidSetting("steps", "nothing to resume: " + resume->checkpoint.string() + " is at step "
                                + std::to_string(resume->state.step) + " and this run has "
                                + std::to_string(params.totalSteps(job->sequences.size(0)))
                                + " steps (give more --steps to continue training)");
@@ -1203,9 +1194,8 @@ TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, T
             else
                 config["output_root"] = store::runsFolderBeside(storePath).string();
             outcome.runId = store->createRun(runName, config.dump(), job->modelName);
-            outputDir = runOutputDir(params, outcome.runId, storePath);
-            writeFileAtomically(outputDir / kRunMarker,
-                                nlohmann::json({{"run_id", outcome.runId}, {"store", outcome.storePath}}).dump(2) + "\n");
+            outputDir = store::newRunFolder(params.outputDir, outcome.runId, storePath);
+            store::writeRunMarker(outputDir, {outcome.runId, outcome.storePath});
             observer.onRunCreated(outcome.runId, outcome.storePath);
             store->addEvent(outcome.runId, LogLevel::Info,
                             "started: " + std::to_string(params.totalSteps(job->sequences.size(0))) + " steps, "

@@ -58,6 +58,12 @@ protected:
     }
     static ProcessResult run_(std::vector<std::string> args, const std::string &tag) { return run(std::move(args), tag); }
 
+    /// The id of the run writing into `folder` (its marker).
+    static int64_t runOf(const std::string &folder)
+    {
+        return json::parse(slurpFile(dir() / folder / "run.json")).at("run_id").get<int64_t>();
+    }
+
     /// Loss values the run writing into `folder` has committed (read from the store directly: cheap to poll).
     static int storedSteps(const std::string &folder)
     {
@@ -127,7 +133,8 @@ TEST_F(TrainCliTest, CtrlCOrKillThenResumeGivesTheUninterruptedCurveBitForBit)
     const ProcessResult stopped = interrupted(trainArgs("stopped"), "stopped", 12, SIGINT);
     EXPECT_EQ(stopped.exitCode, 130) << stopped.err;
     EXPECT_NE(stopped.out.find("checkpoint:"), std::string::npos) << stopped.out;
-    const ProcessResult resumed = run(trainArgs("stopped", {"--resume", (dir() / "stopped").string()}), "resumed");
+    // --resume RUN alone: the run's stored settings, its threads included.
+    const ProcessResult resumed = run({"train", "--resume", (dir() / "stopped").string()}, "resumed");
     ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
     EXPECT_NE(resumed.out.find("resumed at step"), std::string::npos) << resumed.out;
     expectSameCurve(expected, losses((dir() / "stopped").string()), "Ctrl+C + resume");
@@ -135,17 +142,27 @@ TEST_F(TrainCliTest, CtrlCOrKillThenResumeGivesTheUninterruptedCurveBitForBit)
     // kill -9 between checkpoints: the steps after the last checkpoint are lost and redone the same way.
     const ProcessResult killed = interrupted(trainArgs("killed", {"--save-every", "5"}), "killed", 13, SIGKILL);
     EXPECT_EQ(killed.exitCode, 128 + SIGKILL);
-    const ProcessResult again = run(trainArgs("killed", {"--save-every", "5", "--resume", (dir() / "killed").string()}), "again");
+    const ProcessResult again = run({"train", "--resume", std::to_string(runOf("killed"))}, "again"); // by its id
+
     ASSERT_EQ(again.exitCode, 0) << again.err;
     expectSameCurve(expected, losses((dir() / "killed").string()), "kill -9 + resume");
     for (const auto &entry : fs::directory_iterator(dir() / "killed"))
         EXPECT_EQ(entry.path().filename().string().find(".partial"), std::string::npos) << entry.path();
 
-    // Resuming with another method or batch size is refused by name; a finished run has nothing to resume.
-    const ProcessResult other = run(trainArgs("stopped", {"--resume", (dir() / "stopped").string(), "--steps", "2010",
-                                                          "--batch-size", "4"}), "other");
+    // A flag that would change the training is refused by name: the batch, the method, the model.
+    const std::string stopped = (dir() / "stopped").string();
+    const ProcessResult other = run({"train", "--resume", stopped, "--steps", "2010", "--batch-size", "4"}, "other");
     EXPECT_EQ(other.exitCode, 1);
-    EXPECT_NE(other.err.find("batch_size = 2, this run has 4"), std::string::npos) << other.err;
+    EXPECT_NE(other.err.find("--batch-size cannot change when resuming run " + std::to_string(runOf("stopped")) + " (it has 2)"),
+              std::string::npos) << other.err;
+    const ProcessResult method = run({"train", "--resume", stopped, "--method", "lora"}, "method");
+    EXPECT_EQ(method.exitCode, 1);
+    EXPECT_NE(method.err.find("--method cannot change when resuming"), std::string::npos) << method.err;
+    const ProcessResult model = run({"train", "--resume", stopped, "--model", (dir() / "corpus.txt").string()}, "model");
+    EXPECT_EQ(model.exitCode, 1);
+    EXPECT_NE(model.err.find("--model cannot change when resuming"), std::string::npos) << model.err;
+    // The same flags as the first run (as a script repeats them) are fine; a finished run has nothing
+    // more to train unless --steps is raised.
     const ProcessResult done = run(trainArgs("stopped", {"--resume", (dir() / "stopped").string()}), "done");
     EXPECT_EQ(done.exitCode, 1);
     EXPECT_NE(done.err.find("nothing to resume"), std::string::npos) << done.err;

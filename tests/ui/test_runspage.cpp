@@ -3,6 +3,7 @@
 // run folder, cloning settings, overlays, following the store live, and the stores it cannot use
 // (newer schema, locked, read-only), each one message in the page with the file left as it was.
 
+#include "engine/store/runfolder.h"
 #include "engine/store/runstore.h"
 #include "engine/store/storetestutil.h"
 #include "ui/models/runsmodel.h"
@@ -324,7 +325,7 @@ TEST_F(RunsPageTest, DeleteOffersTheRunFolderOnlyForAFolderTunebenchMadeAndKeeps
     const auto folderOf = [&](const char *name) { return std::filesystem::path(m_dir.filePath(QString::fromLatin1(name)).toStdString()); };
     const auto marked = [&](const std::filesystem::path &folder, int64_t id) {
         std::filesystem::create_directories(folder);
-        std::ofstream(folder / engine::store::kRunFolderMarker)
+        std::ofstream(folder / engine::store::kRunMarker)
             << R"({"run_id": )" << id << R"(, "store": ")" << storeFile().string() << "\"}\n";
     };
     const auto config = [](const std::filesystem::path &folder) {
@@ -342,7 +343,7 @@ TEST_F(RunsPageTest, DeleteOffersTheRunFolderOnlyForAFolderTunebenchMadeAndKeeps
     answerDeleteConfirmation(QMessageBox::Yes);
     pressInTable(Qt::Key_Delete);
     EXPECT_TRUE(m_confirmationHadFolderBox);
-    EXPECT_TRUE(std::filesystem::exists(folderOf("out-kept") / engine::store::kRunFolderMarker));
+    EXPECT_TRUE(std::filesystem::exists(folderOf("out-kept") / engine::store::kRunMarker));
 
     clickRun(removed);
     answerDeleteConfirmation(QMessageBox::Yes, true);

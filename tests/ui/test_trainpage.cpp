@@ -2,7 +2,7 @@
 // the real CLI parser, a stored run's config cloned into the form, generation after a tiny run, and a
 // model folder dropped on the page.
 
-#include "app/bridge/enginebridge.h"
+#include "bridge/enginebridge.h"
 #include "app/cli/command.h"
 #include "engine/core/paths.h"
 #include "engine/core/threads.h"
@@ -51,7 +51,7 @@ protected:
     {
         ASSERT_TRUE(m_dir.isValid());
         QSettings().remove(QStringLiteral("TrainPage")); // every test starts from the page's defaults
-        m_bridge = std::make_unique<app::EngineBridge>();
+        m_bridge = std::make_unique<bridge::EngineBridge>();
         m_page = std::make_unique<ui::TrainPage>(*m_bridge, m_dir.filePath(QStringLiteral("runs.sqlite3")));
         m_page->resize(1100, 800);
         m_page->show();
@@ -121,7 +121,7 @@ protected:
     }
 
     QTemporaryDir m_dir;
-    std::unique_ptr<app::EngineBridge> m_bridge;
+    std::unique_ptr<bridge::EngineBridge> m_bridge;
     std::unique_ptr<ui::TrainPage> m_page;
 };
 
@@ -134,7 +134,7 @@ TEST_F(TrainPageTest, TypingAnInvalidValueDisablesStartAndNamesTheField)
     EXPECT_FALSE(message->isVisible());
 
     // More threads than this machine has cores.
-    auto *threads = child<QSpinBox>("threadsSpin");
+    auto *threads = child<QSpinBox>("threads");
     const int tooMany = engine::hardwareThreads() + 1;
     typeInto(threads, QString::number(tooMany));
     EXPECT_EQ(threads->value(), tooMany);
@@ -154,7 +154,7 @@ TEST_F(TrainPageTest, TypingAnInvalidValueDisablesStartAndNamesTheField)
     EXPECT_FALSE(looksInvalid(threads));
 
     // A learning rate of 0, typed into the Basics tab.
-    auto *lr = child<QDoubleSpinBox>("lrSpin");
+    auto *lr = child<QDoubleSpinBox>("learning_rate");
     typeInto(lr, QStringLiteral("0"));
     EXPECT_FALSE(start->isEnabled());
     EXPECT_TRUE(message->text().startsWith(QStringLiteral("Learning rate: "))) << message->text().toStdString();
@@ -164,18 +164,18 @@ TEST_F(TrainPageTest, TypingAnInvalidValueDisablesStartAndNamesTheField)
     EXPECT_TRUE(start->isEnabled()) << message->text().toStdString();
 
     // Warmup longer than the run: the message names the warmup even when the steps are what changed.
-    auto *warmup = child<QSpinBox>("warmupSpin");
+    auto *warmup = child<QSpinBox>("warmup_steps");
     typeInto(warmup, QStringLiteral("50"));
-    typeInto(child<QSpinBox>("stepsSpin"), QStringLiteral("20"));
+    typeInto(child<QSpinBox>("steps"), QStringLiteral("20"));
     EXPECT_FALSE(start->isEnabled());
     EXPECT_TRUE(message->text().startsWith(QStringLiteral("Warmup steps: "))) << message->text().toStdString();
     EXPECT_TRUE(looksInvalid(warmup));
-    typeInto(child<QSpinBox>("stepsSpin"), QStringLiteral("200"));
+    typeInto(child<QSpinBox>("steps"), QStringLiteral("200"));
     EXPECT_TRUE(start->isEnabled()) << message->text().toStdString();
 
     // A data file that does not exist.
     const QString missing = m_dir.filePath(QStringLiteral("no-such-data.txt"));
-    auto *corpus = child<QLineEdit>("corpusEdit");
+    auto *corpus = child<QLineEdit>("data");
     typeInto(corpus, missing);
     EXPECT_FALSE(start->isEnabled());
     EXPECT_TRUE(message->text().startsWith(QStringLiteral("Data: "))) << message->text().toStdString();
@@ -188,10 +188,10 @@ TEST_F(TrainPageTest, TypingAnInvalidValueDisablesStartAndNamesTheField)
 TEST_F(TrainPageTest, PresetsFillTheFieldsAndAUserPresetIsKept)
 {
     auto *combo = child<QComboBox>("presetCombo");
-    auto *steps = child<QSpinBox>("stepsSpin");
-    auto *method = child<QComboBox>("methodCombo");
+    auto *steps = child<QSpinBox>("steps");
+    auto *method = child<QComboBox>("method");
     const QString model = QString::fromStdString(engine::demoBaseModelPath().string());
-    child<QLineEdit>("modelEdit")->setText(model);
+    child<QLineEdit>("model")->setText(model);
     steps->setValue(777);
 
     // The user picks "Quick LoRA test" with the keyboard.
@@ -203,19 +203,19 @@ TEST_F(TrainPageTest, PresetsFillTheFieldsAndAUserPresetIsKept)
     ASSERT_EQ(combo->currentIndex(), quick);
     EXPECT_EQ(steps->value(), 20);
     EXPECT_EQ(method->currentData().toString(), QStringLiteral("lora"));
-    EXPECT_EQ(child<QSpinBox>("loraRankSpin")->value(), 8);
-    EXPECT_EQ(child<QSpinBox>("seqLenSpin")->value(), 64);
-    EXPECT_EQ(child<QLineEdit>("modelEdit")->text(), model) << "a preset keeps the model";
-    EXPECT_TRUE(child<QSpinBox>("loraRankSpin")->isEnabled());
+    EXPECT_EQ(child<QSpinBox>("lora.r")->value(), 8);
+    EXPECT_EQ(child<QSpinBox>("sequence_length")->value(), 64);
+    EXPECT_EQ(child<QLineEdit>("model")->text(), model) << "a preset keeps the model";
+    EXPECT_TRUE(child<QSpinBox>("lora.r")->isEnabled());
 
     ASSERT_TRUE(m_page->form()->applyPreset(QStringLiteral("Full fine-tune")));
     EXPECT_EQ(method->currentData().toString(), QStringLiteral("full"));
-    EXPECT_DOUBLE_EQ(child<QDoubleSpinBox>("lrSpin")->value(), 2e-5);
-    EXPECT_FALSE(child<QSpinBox>("loraRankSpin")->isEnabled());
+    EXPECT_DOUBLE_EQ(child<QDoubleSpinBox>("learning_rate")->value(), 2e-5);
+    EXPECT_FALSE(child<QSpinBox>("lora.r")->isEnabled());
 
     // "Save Preset…" asks for a name.
     steps->setValue(123);
-    child<QDoubleSpinBox>("weightDecaySpin")->setValue(0.03);
+    child<QDoubleSpinBox>("weight_decay")->setValue(0.03);
     QTimer::singleShot(0, [] {
         auto *dialog = qobject_cast<QInputDialog *>(QApplication::activeModalWidget());
         ASSERT_NE(dialog, nullptr);
@@ -232,9 +232,9 @@ TEST_F(TrainPageTest, PresetsFillTheFieldsAndAUserPresetIsKept)
     m_page = std::make_unique<ui::TrainPage>(*m_bridge, m_dir.filePath(QStringLiteral("runs.sqlite3")));
     ASSERT_TRUE(m_page->form()->presetNames().contains(QStringLiteral("My settings")));
     ASSERT_TRUE(m_page->form()->applyPreset(QStringLiteral("My settings")));
-    EXPECT_EQ(child<QSpinBox>("stepsSpin")->value(), 123);
-    EXPECT_DOUBLE_EQ(child<QDoubleSpinBox>("weightDecaySpin")->value(), 0.03);
-    EXPECT_EQ(child<QComboBox>("methodCombo")->currentData().toString(), QStringLiteral("full"));
+    EXPECT_EQ(child<QSpinBox>("steps")->value(), 123);
+    EXPECT_DOUBLE_EQ(child<QDoubleSpinBox>("weight_decay")->value(), 0.03);
+    EXPECT_EQ(child<QComboBox>("method")->currentData().toString(), QStringLiteral("full"));
 
     QString error;
     EXPECT_FALSE(m_page->form()->savePreset(QStringLiteral("LoRA"), &error)) << "a built-in's name is taken";
@@ -407,7 +407,7 @@ TEST_F(TrainPageTest, DroppingAModelFolderSetsTheModel)
     QDropEvent drop(QPointF(where), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
     QApplication::sendEvent(m_page.get(), &drop);
     EXPECT_TRUE(drop.isAccepted());
-    EXPECT_EQ(QDir::fromNativeSeparators(child<QLineEdit>("modelEdit")->text()), model.path());
+    EXPECT_EQ(QDir::fromNativeSeparators(child<QLineEdit>("model")->text()), model.path());
     EXPECT_EQ(m_page->form()->recentModels().value(0), model.path());
 
     // A file that is not a model folder is refused.
@@ -522,7 +522,7 @@ TEST_F(TrainPageTest, PicturesOfEachTab)
         GTEST_SKIP() << "set TUNEBENCH_TRAINPAGE_SHOTS=folder to save a picture of each settings tab";
     ASSERT_TRUE(QDir().mkpath(folder));
     m_page->resize(1140, 760);
-    typeInto(child<QSpinBox>("warmupSpin"), QStringLiteral("5000"));
+    typeInto(child<QSpinBox>("warmup_steps"), QStringLiteral("5000"));
     auto *tabs = child<QTabWidget>("settingsTabs");
     for (int i = 0; i < tabs->count(); ++i) {
         tabs->setCurrentIndex(i);

@@ -1,9 +1,10 @@
 #include "ui/pages/trainpage.h"
 
-#include "app/bridge/enginebridge.h"
-#include "app/bridge/runconfig.h"
-#include "app/bridge/traincommandline.h"
+#include "bridge/enginebridge.h"
+#include "bridge/runconfig.h"
+#include "bridge/traincommandline.h"
 #include "engine/core/error.h"
+#include "engine/core/format.h"
 #include "engine/core/paths.h"
 #include "engine/core/settings.h"
 #include "engine/core/threads.h"
@@ -48,7 +49,7 @@ namespace {
 constexpr int kLogBlockLimit = 5000;
 const QString kFormKey = QStringLiteral("TrainPage/form");
 
-QString formatDuration(double seconds) { return QString::fromStdString(app::formatDuration(seconds)); }
+QString formatDuration(double seconds) { return QString::fromStdString(engine::formatDuration(seconds)); }
 
 QString formatNumber(double value, int precision = 4)
 {
@@ -77,7 +78,7 @@ QLabel *valueLabel(const QString &objectName, QWidget *parent)
 
 } // namespace
 
-TrainPage::TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidget *parent)
+TrainPage::TrainPage(bridge::EngineBridge &bridge, const QString &storePath, QWidget *parent)
     : QWidget(parent), m_bridge(bridge), m_storePath(storePath)
 {
     setAcceptDrops(true);
@@ -175,11 +176,20 @@ TrainPage::TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidge
 
     connect(m_form, &TrainSettingsForm::settingsChanged, this, &TrainPage::updateControls);
     connect(m_form, &TrainSettingsForm::statusMessage, this, &TrainPage::statusMessage);
-    connect(&m_bridge, &app::EngineBridge::stepMetrics, this, &TrainPage::onStepMetrics);
-    connect(&m_bridge, &app::EngineBridge::jobFinished, this, &TrainPage::onJobFinished);
-    connect(&m_bridge, &app::EngineBridge::logLine, this, &TrainPage::appendLog);
-    connect(&m_bridge, &app::EngineBridge::busyChanged, this, &TrainPage::updateControls);
-    connect(&m_bridge, &app::EngineBridge::previewFinished, this, [this](bool ok, const QString &text) {
+    connect(&m_bridge, &bridge::EngineBridge::stepMetrics, this, &TrainPage::onStepMetrics);
+    connect(&m_bridge, &bridge::EngineBridge::jobFinished, this, &TrainPage::onJobFinished);
+    connect(&m_bridge, &bridge::EngineBridge::resumeSettings, this, [this](const engine::train::TrainingParams &p) {
+        if (m_job != Job::Training)
+            return;
+        engine::train::TrainingParams shown = p;
+        shown.storePath.clear();
+        shown.resumeFrom.clear();
+        m_form->setParams(shown); // the form shows what the run trains with (locked while it runs)
+        beginTrainingView(p, tr("Resuming from %1: %2 steps in all").arg(QDir::toNativeSeparators(QString::fromStdString(p.resumeFrom))).arg(p.steps));
+    });
+    connect(&m_bridge, &bridge::EngineBridge::logLine, this, &TrainPage::appendLog);
+    connect(&m_bridge, &bridge::EngineBridge::busyChanged, this, &TrainPage::updateControls);
+    connect(&m_bridge, &bridge::EngineBridge::previewFinished, this, [this](bool ok, const QString &text) {
         if (m_job != Job::Preview)
             return;
         m_job = Job::None;
@@ -192,22 +202,22 @@ TrainPage::TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidge
         }
         updateControls();
     });
-    connect(&m_bridge, &app::EngineBridge::generatedText, this, [this](const QString &piece) {
+    connect(&m_bridge, &bridge::EngineBridge::generatedText, this, [this](const QString &piece) {
         if (m_job != Job::Generation)
             return;
         m_generateOutput->moveCursor(QTextCursor::End);
         m_generateOutput->insertPlainText(piece);
     });
-    connect(&m_bridge, &app::EngineBridge::generationFinished, this, &TrainPage::onGenerationFinished);
-    connect(&m_bridge, &app::EngineBridge::jobStarted, this, [this] {
+    connect(&m_bridge, &bridge::EngineBridge::generationFinished, this, &TrainPage::onGenerationFinished);
+    connect(&m_bridge, &bridge::EngineBridge::jobStarted, this, [this] {
         if (m_job == Job::Training && !m_bridge.isCancelling())
             setState(m_bridge.isPaused() ? tr("Paused") : tr("Running"));
     });
-    connect(&m_bridge, &app::EngineBridge::runCreated, this, [this](qint64 runId, const QString &storePath) {
+    connect(&m_bridge, &bridge::EngineBridge::runCreated, this, [this](qint64 runId, const QString &storePath) {
         m_runValue->setText(tr("#%1").arg(runId));
         m_runValue->setToolTip(tr("Recorded in %1").arg(QDir::toNativeSeparators(storePath)));
     });
-    connect(&m_bridge, &app::EngineBridge::pausedChanged, this, [this](bool paused) {
+    connect(&m_bridge, &bridge::EngineBridge::pausedChanged, this, [this](bool paused) {
         if (m_job == Job::Training && m_bridge.isBusy() && !m_bridge.isCancelling())
             setState(paused ? tr("Paused") : tr("Running"));
         updateControls();
@@ -328,7 +338,7 @@ bool TrainPage::applyRunConfig(const QString &configJson)
     engine::train::TrainingParams current = m_form->params();
     engine::train::TrainingParams cloned;
     QString error;
-    if (!app::readTrainingSettings(configJson, current, &cloned, &error)) {
+    if (!bridge::readTrainingSettings(configJson, engine::train::SettingScope::All, current, &cloned, &error)) {
         appendLog(engine::LogLevel::Error, tr("Cannot clone the run's settings: %1").arg(error));
         Q_EMIT statusMessage(tr("Cannot clone the run's settings: %1").arg(error), 15000);
         return false;
@@ -359,11 +369,11 @@ QStringList TrainPage::commandLineWords() const
 {
     const engine::train::TrainingParams p = params();
     // A given device map travels as a file (--device-map FILE); without one the command names a placeholder.
-    const QString mapFile = p.devicePlacement.empty() ? QString() : app::writeDeviceMapFile(p.devicePlacement);
-    return app::trainCommandLine(p, mapFile);
+    const QString mapFile = p.devicePlacement.empty() ? QString() : bridge::writeDeviceMapFile(p.devicePlacement);
+    return bridge::trainCommandLine(p, mapFile);
 }
 
-QString TrainPage::commandLine() const { return app::shellCommand(commandLineWords()); }
+QString TrainPage::commandLine() const { return bridge::shellCommand(commandLineWords()); }
 
 void TrainPage::copyCommandLine()
 {
@@ -433,11 +443,44 @@ bool TrainPage::start()
         Q_EMIT statusMessage(tr("Cannot start: %1").arg(error), 15000);
         return false;
     }
-
     m_job = Job::Training;
     saveFields();
     if (!p.modelPath.empty())
         m_form->addRecentModel(QString::fromStdString(p.modelPath));
+    const QString corpus = QString::fromStdString(p.dataPath);
+    beginTrainingView(p, tr("Starting: %1 steps, batch %2 × %3 tokens, learning rate %4, %5 threads, on %6")
+                             .arg(p.steps)
+                             .arg(p.batchSize)
+                             .arg(p.sequenceLength)
+                             .arg(p.learningRate)
+                             .arg(p.threads)
+                             .arg(corpus.isEmpty() ? tr("the bundled demo corpus") : QDir::toNativeSeparators(corpus)));
+    return true;
+}
+
+bool TrainPage::resume(qint64 runId, qint64 totalSteps)
+{
+    bridge::ResumeRequest request;
+    request.run = QString::number(runId);
+    request.storePath = m_storePath;
+    request.steps = totalSteps;
+    QString error;
+    if (!m_bridge.startResume(request, &error)) {
+        appendLog(engine::LogLevel::Error, tr("Cannot resume run #%1: %2").arg(runId).arg(error));
+        Q_EMIT statusMessage(tr("Cannot resume run #%1: %2").arg(runId).arg(error), 15000);
+        return false;
+    }
+    m_job = Job::Training;
+    appendLog(engine::LogLevel::Info, totalSteps > 0 ? tr("Continuing run #%1 to %2 steps…").arg(runId).arg(totalSteps)
+                                                     : tr("Resuming run #%1…").arg(runId));
+    setState(tr("Starting"));
+    m_progressBar->setFormat(tr("Reading run #%1…").arg(runId));
+    updateControls();
+    return true;
+}
+
+void TrainPage::beginTrainingView(const engine::train::TrainingParams &p, const QString &what)
+{
     m_runBaseModel = QString::fromStdString(p.modelPath);
     m_totalSteps = p.steps;
     m_rate.reset();
@@ -454,19 +497,10 @@ bool TrainPage::start()
         label->setText(QStringLiteral("–"));
     m_nonFiniteStep.clear();
     m_inspectButton->hide();
-    const QString corpus = QString::fromStdString(p.dataPath);
-    appendLog(engine::LogLevel::Info,
-              tr("Starting: %1 steps, batch %2 × %3 tokens, learning rate %4, %5 threads, on %6")
-                  .arg(p.steps)
-                  .arg(p.batchSize)
-                  .arg(p.sequenceLength)
-                  .arg(p.learningRate)
-                  .arg(p.threads)
-                  .arg(corpus.isEmpty() ? tr("the bundled demo corpus") : QDir::toNativeSeparators(corpus)));
+    appendLog(engine::LogLevel::Info, what);
     setState(tr("Starting"));
     Q_EMIT progressChanged(0, m_totalSteps, 0, -1);
     updateControls();
-    return true;
 }
 
 void TrainPage::togglePause()
@@ -594,7 +628,7 @@ void TrainPage::onStepMetrics(const QList<engine::train::StepMetrics> &batch)
     Q_EMIT progressChanged(last.step, m_totalSteps, last.tokensPerSecond, eta);
 }
 
-void TrainPage::onJobFinished(const app::JobOutcome &outcome)
+void TrainPage::onJobFinished(const bridge::JobOutcome &outcome)
 {
     if (m_job != Job::Training)
         return;
@@ -630,6 +664,8 @@ void TrainPage::onJobFinished(const app::JobOutcome &outcome)
         }
         setState(tr("Failed"));
         Q_EMIT statusMessage(tr("Training failed: %1").arg(outcome.errorMessage), 0);
+        if (!outcome.errorField.isEmpty()) // the setting to change, marked as a refused value is
+            m_form->showProblem(outcome.errorField, outcome.errorMessage);
         if (!outcome.nonFiniteStepPath.isEmpty()) {
             // The NaN guard kept the step: one click records it on the Inspect page.
             m_nonFiniteStep = outcome.nonFiniteStepPath;
@@ -688,7 +724,7 @@ void TrainPage::loadFields()
     engine::train::TrainingParams p = m_form->params();
     const QString form = settings.value(kFormKey).toString();
     QString error;
-    if (!form.isEmpty() && app::readTrainingSettings(form, p, &p, &error)) {
+    if (!form.isEmpty() && bridge::readTrainingSettings(form, engine::train::SettingScope::Form, p, &p, &error)) {
         p.threads = m_form->params().threads; // threads come from the preferences, not the last run
         m_form->setParams(p);
         return;
@@ -699,7 +735,7 @@ void TrainPage::loadFields()
 
 void TrainPage::saveFields() const
 {
-    const QString form = app::settingsJson(m_form->params(), app::SettingsScope::Form);
+    const QString form = bridge::settingsJson(m_form->params(), engine::train::SettingScope::Form);
     if (!form.isEmpty())
         QSettings().setValue(kFormKey, form);
 }

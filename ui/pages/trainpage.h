@@ -3,8 +3,8 @@
 // controls, "copy as CLI command", progress, the live loss curve, a log, and after a run a box that
 // generates text with the trained model. A model folder dropped on the page becomes the model.
 
-#include "app/bridge/joboutcome.h"
-#include "app/bridge/steprate.h"
+#include "bridge/joboutcome.h"
+#include "bridge/steprate.h"
 #include "engine/core/loglevel.h"
 #include "engine/plan/plan.h"
 #include "engine/train/stepmetrics.h"
@@ -21,7 +21,7 @@ class QProgressBar;
 class QPushButton;
 class QSpinBox;
 
-namespace app {
+namespace bridge {
 class EngineBridge;
 }
 
@@ -35,7 +35,7 @@ class TrainPage : public QWidget {
 
 public:
     /// bridge outlives the page. storePath: the run database jobs write to (never empty).
-    TrainPage(app::EngineBridge &bridge, const QString &storePath, QWidget *parent = nullptr);
+    TrainPage(bridge::EngineBridge &bridge, const QString &storePath, QWidget *parent = nullptr);
     ~TrainPage() override;
 
     /// The settings as the fields show them, with the page's run database.
@@ -85,6 +85,11 @@ public Q_SLOTS:
     /// Starts a job with the fields' settings. Returns false (and says why in the log and the
     /// status bar) when the settings are invalid or a job is running.
     bool start();
+    /// Continues stored run `runId` of this page's run database from its newest checkpoint, with its
+    /// stored settings (`tunebench train --resume`), on the engine thread like a new run; `totalSteps` > 0
+    /// trains it to that many steps (Continue Training…). False (and why, in the log and the status bar)
+    /// while a job runs.
+    bool resume(qint64 runId, qint64 totalSteps = 0);
     void togglePause();
     void stop();
     /// Puts commandLine() on the clipboard.
@@ -112,20 +117,22 @@ private:
 
     QWidget *createProgressBox();
     QWidget *createGenerateBox();
+    /// The progress, plot and log of a training job starting with `p` (a new run, or a resume's settings).
+    void beginTrainingView(const engine::train::TrainingParams &p, const QString &what);
     void onStepMetrics(const QList<engine::train::StepMetrics> &batch);
-    void onJobFinished(const app::JobOutcome &outcome);
+    void onJobFinished(const bridge::JobOutcome &outcome);
     void onGenerationFinished(bool ok, const QString &textOrError, const QString &stopReason);
     void updateControls();
     void setState(const QString &state);
     void loadFields();
     void saveFields() const;
 
-    app::EngineBridge &m_bridge;
+    bridge::EngineBridge &m_bridge;
     QString m_storePath;
     QString m_stateText;
     qint64 m_totalSteps = 0;
     Job m_job = Job::None;
-    app::StepRateMeter m_rate;
+    bridge::StepRateMeter m_rate;
 
     TrainSettingsForm *m_form = nullptr;
     QPushButton *m_previewButton = nullptr;

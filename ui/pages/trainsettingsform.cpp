@@ -1,7 +1,8 @@
 #include "ui/pages/trainsettingsform.h"
 
-#include "app/bridge/enginebridge.h"
-#include "app/bridge/runconfig.h"
+#include "bridge/enginebridge.h"
+#include "bridge/runconfig.h"
+#include "engine/core/error.h"
 #include "engine/core/threads.h"
 
 #include <QCheckBox>
@@ -35,6 +36,9 @@
 namespace ui {
 namespace {
 
+using engine::train::SettingGroup;
+using engine::train::SettingKind;
+using engine::train::SettingSpec;
 using engine::train::TrainingParams;
 
 const QString kRecentKey = QStringLiteral("TrainPage/recentModels");
@@ -111,14 +115,6 @@ int clampToInt(int64_t value, const QSpinBox *box)
     return static_cast<int>(std::clamp<int64_t>(value, box->minimum(), box->maximum()));
 }
 
-QString joined(const std::vector<std::string> &names)
-{
-    QStringList list;
-    for (const std::string &name : names)
-        list << QString::fromStdString(name);
-    return list.join(QLatin1Char(','));
-}
-
 /// The built-in presets: hyperparameters only (the paths, threads and device stay as they are).
 QList<std::pair<QString, TrainingParams>> builtinPresets()
 {
@@ -166,11 +162,11 @@ TrainSettingsForm::TrainSettingsForm(QWidget *parent) : QWidget(parent)
     m_tabs->setObjectName(QStringLiteral("settingsTabs"));
     m_tabs->setDocumentMode(false);
     m_tabs->setUsesScrollButtons(false);
-    m_tabs->addTab(createBasicsTab(), tr("Basics"));
-    m_tabs->addTab(createLoraTab(), tr("LoRA"));
-    m_tabs->addTab(createOptimizerTab(), tr("Optimizer"));
-    m_tabs->addTab(createEvalTab(), tr("Eval && Save"));
-    m_tabs->addTab(createHardwareTab(), tr("Hardware"));
+    m_tabs->addTab(createTab({SettingGroup::Basics}), tr("Basics"));
+    m_tabs->addTab(createTab({SettingGroup::Lora}), tr("LoRA"));
+    m_tabs->addTab(createTab({SettingGroup::Optimizer}), tr("Optimizer"));
+    m_tabs->addTab(createTab({SettingGroup::Evaluation, SettingGroup::Checkpoints}), tr("Eval && Save"));
+    m_tabs->addTab(createTab({SettingGroup::Hardware}), tr("Hardware"));
     layout->addWidget(m_tabs);
 
     m_validationLabel = new QLabel(this);
@@ -184,8 +180,8 @@ TrainSettingsForm::TrainSettingsForm(QWidget *parent) : QWidget(parent)
     updateRecentMenu();
     loadUserPresets();
     rebuildPresetCombo();
-    updateEnabled();
-    revalidate();
+    m_building = false;
+    setParams(TrainingParams{});
 }
 
 QWidget *TrainSettingsForm::createPresetRow()
@@ -231,26 +227,209 @@ QWidget *TrainSettingsForm::createPresetRow()
     return row;
 }
 
-void TrainSettingsForm::addRow(QFormLayout *form, const QString &label, QWidget *field, QLayout *fieldLayout)
+QWidget *TrainSettingsForm::createTab(std::initializer_list<SettingGroup> groups)
 {
-    auto *labelWidget = new QLabel(label, form->parentWidget());
-    labelWidget->setBuddy(field);
-    if (fieldLayout)
-        form->addRow(labelWidget, fieldLayout);
-    else
-        form->addRow(labelWidget, field);
-    QString plain = label;
-    plain.remove(QLatin1Char('&'));
-    if (plain.endsWith(QLatin1Char(':')))
-        plain.chop(1);
-    m_labels.insert(field, plain);
-    m_tabOf.insert(field, m_tabs->count()); // the tab being built is added next
-    watch(field);
+    auto *tab = new QWidget(this);
+    QString mnemonics; // letters taken in this tab
+    if (groups.size() == 1) {
+        auto *form = new QFormLayout(tab);
+        for (const SettingSpec &spec : engine::train::trainingSettings()) {
+            if (spec.group == *groups.begin())
+                addField(form, spec, mnemonics);
+        }
+        return tab;
+    }
+    // Several groups: a box each.
+    auto *layout = new QVBoxLayout(tab);
+    for (const SettingGroup group : groups) {
+        auto *box = new QGroupBox(tr(engine::train::settingGroupTitle(group)), tab);
+        auto *form = new QFormLayout(box);
+        for (const SettingSpec &spec : engine::train::trainingSettings()) {
+            if (spec.group == group)
+                addField(form, spec, mnemonics);
+        }
+        layout->addWidget(box);
+    }
+    layout->addStretch(1);
+    return tab;
+}
+
+/// The label with a keyboard mnemonic on its first letter not yet taken in the tab ("&Steps:").
+static QString withMnemonic(const QString &label, QString &taken)
+{
+    QString text = label;
+    for (int i = 0; i < text.size(); ++i) {
+        const QChar c = text.at(i).toLower();
+        if (c.isLetter() && !taken.contains(c)) {
+            taken += c;
+            text.insert(i, QLatin1Char('&'));
+            break;
+        }
+    }
+    return text;
+}
+
+void TrainSettingsForm::addField(QFormLayout *form, const SettingSpec &spec, QString &mnemonics)
+{
+    QWidget *parent = form->parentWidget();
+    QWidget *input = createInput(spec, parent);
+    input->setObjectName(QString::fromStdString(spec.key));
+    input->setToolTip(QString::fromStdString(spec.help));
+    const QString label = tr(spec.label.c_str());
+    QWidget *shown = input;
+    if (spec.key == "model")
+        shown = createModelRow(static_cast<QLineEdit *>(input), parent);
+    else if (spec.kind == SettingKind::Path)
+        shown = createPathRow(spec, static_cast<QLineEdit *>(input), parent);
+    if (auto *check = qobject_cast<QCheckBox *>(input)) {
+        check->setText(withMnemonic(label, mnemonics));
+        form->addRow(QString(), check);
+    } else {
+        auto *labelWidget = new QLabel(withMnemonic(label, mnemonics) + QLatin1Char(':'), parent);
+        labelWidget->setBuddy(input);
+        form->addRow(labelWidget, shown);
+    }
+    if (spec.key == "model") {
+        m_placementLabel = new QLabel(parent);
+        m_placementLabel->setObjectName(QStringLiteral("placementLabel"));
+        m_placementLabel->setWordWrap(true);
+        m_placementLabel->hide();
+        form->addRow(m_placementLabel);
+    }
+    m_bindings.push_back({&spec, input, m_tabs->count()}); // the tab being built is added next
+    m_fieldOf.insert(QString::fromStdString(spec.key), input);
+    m_tabOf.insert(input, m_tabs->count());
+    watch(input);
+}
+
+QWidget *TrainSettingsForm::createInput(const SettingSpec &spec, QWidget *parent)
+{
+    const double low = spec.range ? (spec.special ? spec.special->value : std::min(spec.range->low, 0.0)) : 0;
+    const double high = spec.range ? spec.range->high : 0;
+    switch (spec.kind) {
+    case SettingKind::Integer: {
+        if (high > std::numeric_limits<int>::max()) { // a seed: any 64-bit number, typed as digits
+            auto *edit = new QLineEdit(parent);
+            edit->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9]{0,20}")), edit));
+            return edit;
+        }
+        auto *box = new QSpinBox(parent);
+        box->setRange(static_cast<int>(low), static_cast<int>(high));
+        if (spec.key == "threads") // this machine's cores; more is refused by name
+            box->setRange(0, 4096);
+        if (spec.special)
+            box->setSpecialValueText(tr(spec.special->text.c_str()));
+        if (!spec.unit.empty())
+            box->setSuffix(tr(spec.unit.c_str()));
+        if (spec.key == "sequence_length")
+            box->setSingleStep(16);
+        return box;
+    }
+    case SettingKind::Number: {
+        QDoubleSpinBox *box = spec.decimals == 0 ? new NumberSpinBox(parent) : new QDoubleSpinBox(parent);
+        if (spec.decimals > 0)
+            box->setDecimals(spec.decimals);
+        box->setRange(low, high);
+        box->setSingleStep(spec.step);
+        if (spec.special)
+            box->setSpecialValueText(tr(spec.special->text.c_str()));
+        if (!spec.unit.empty())
+            box->setSuffix(tr(spec.unit.c_str()));
+        return box;
+    }
+    case SettingKind::Switch:
+        return new QCheckBox(parent);
+    case SettingKind::Choice: {
+        auto *combo = new QComboBox(parent);
+        for (const auto &choice : spec.choices)
+            combo->addItem(tr(choice.label.c_str()), QString::fromStdString(choice.value));
+        return combo;
+    }
+    case SettingKind::DeviceMap:
+        m_deviceMapCombo = new QComboBox(parent);
+        m_deviceMapCombo->addItem(tr("None: all on the device"), QStringLiteral("none"));
+        m_deviceMapCombo->addItem(tr("Auto: plan on this machine"), QStringLiteral("auto"));
+        return m_deviceMapCombo;
+    case SettingKind::Text:
+        if (!spec.choices.empty()) { // suggestions, and any other value typed
+            auto *combo = new QComboBox(parent);
+            combo->setEditable(true);
+            for (const auto &choice : spec.choices)
+                combo->addItem(QString::fromStdString(choice.value));
+            return combo;
+        }
+        [[fallthrough]];
+    case SettingKind::Path:
+    case SettingKind::Names:
+    case SettingKind::Modules: {
+        auto *edit = new QLineEdit(parent);
+        edit->setPlaceholderText(tr(spec.placeholder.c_str()));
+        edit->setClearButtonEnabled(spec.kind == SettingKind::Path || spec.kind == SettingKind::Text);
+        return edit;
+    }
+    }
+    return new QWidget(parent);
+}
+
+QWidget *TrainSettingsForm::createModelRow(QLineEdit *edit, QWidget *parent)
+{
+    m_modelEdit = edit;
+    edit->setToolTip(tr("A model folder (config.json, with weights to fine-tune) or a config.json; leave empty for the "
+                        "demo model. Drop a folder on the page to use it."));
+    auto *open = new QPushButton(tr("&Open…"), parent);
+    open->setObjectName(QStringLiteral("modelBrowseButton"));
+    open->setToolTip(tr("Choose a model folder (Ctrl+O)"));
+    connect(open, &QPushButton::clicked, this, &TrainSettingsForm::browseModel);
+    m_recentButton = new QToolButton(parent);
+    m_recentButton->setObjectName(QStringLiteral("recentModelsButton"));
+    m_recentButton->setText(tr("Recent"));
+    m_recentButton->setToolTip(tr("Model folders used lately"));
+    m_recentButton->setPopupMode(QToolButton::InstantPopup);
+    m_recentMenu = new QMenu(m_recentButton);
+    m_recentMenu->setObjectName(QStringLiteral("recentModelsMenu"));
+    m_recentButton->setMenu(m_recentMenu);
+    m_buttons << open << m_recentButton;
+    connect(edit, &QLineEdit::textChanged, this, [this](const QString &text) {
+        // A device map belongs to its model: editing the model drops it.
+        if (!m_placement.empty() && text.trimmed() != m_placementModel)
+            setPlacement({}, {}, {});
+    });
+    auto *row = new QWidget(parent);
+    auto *layout = new QHBoxLayout(row);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(edit, 1);
+    layout->addWidget(open);
+    layout->addWidget(m_recentButton);
+    return row;
+}
+
+QWidget *TrainSettingsForm::createPathRow(const SettingSpec &spec, QLineEdit *edit, QWidget *parent)
+{
+    const QString title = spec.folder ? tr("Choose the %1 Folder").arg(tr(spec.label.c_str()))
+                                      : tr("Choose the %1 File").arg(tr(spec.label.c_str()));
+    auto *button = new QPushButton(tr("Browse…"), parent);
+    button->setObjectName(QString::fromStdString(spec.key) + QStringLiteral("Browse"));
+    button->setToolTip(title);
+    const bool folder = spec.folder;
+    connect(button, &QPushButton::clicked, this, [this, edit, folder, title] {
+        const QString current = edit->text().trimmed();
+        const QString start = current.isEmpty() ? QDir::homePath() : QFileInfo(current).absolutePath();
+        const QString path = folder ? QFileDialog::getExistingDirectory(this, title, start)
+                                    : QFileDialog::getOpenFileName(this, title, start);
+        if (!path.isEmpty())
+            edit->setText(path);
+    });
+    m_buttons << button;
+    auto *row = new QWidget(parent);
+    auto *layout = new QHBoxLayout(row);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->addWidget(edit, 1);
+    layout->addWidget(button);
+    return row;
 }
 
 void TrainSettingsForm::watch(QWidget *field)
 {
-    m_fields << field;
     if (auto *edit = qobject_cast<QLineEdit *>(field))
         connect(edit, &QLineEdit::textChanged, this, &TrainSettingsForm::revalidate);
     else if (auto *box = qobject_cast<QSpinBox *>(field))
@@ -265,431 +444,77 @@ void TrainSettingsForm::watch(QWidget *field)
         connect(check, &QCheckBox::toggled, this, &TrainSettingsForm::revalidate);
 }
 
-QLineEdit *TrainSettingsForm::pathEdit(const char *name, const QString &placeholder, const QString &tip)
+void TrainSettingsForm::readField(const Binding &binding, TrainingParams &p) const
 {
-    auto *edit = new QLineEdit(this);
-    edit->setObjectName(QString::fromLatin1(name));
-    edit->setPlaceholderText(placeholder);
-    edit->setClearButtonEnabled(true);
-    edit->setToolTip(tip);
-    return edit;
+    const SettingSpec &spec = *binding.spec;
+    QWidget *w = binding.widget;
+    try {
+        if (spec.kind == SettingKind::DeviceMap) {
+            const QString choice = m_deviceMapCombo->currentData().toString();
+            p.autoDeviceMap = choice == QStringLiteral("auto");
+            p.devicePlacement = choice == QStringLiteral("given") ? m_placement : decltype(m_placement){};
+        } else if (auto *box = qobject_cast<QSpinBox *>(w)) {
+            spec.setJson(p, nlohmann::json(static_cast<int64_t>(box->value())));
+        } else if (auto *box = qobject_cast<QDoubleSpinBox *>(w)) {
+            spec.setJson(p, nlohmann::json(box->value()));
+        } else if (auto *check = qobject_cast<QCheckBox *>(w)) {
+            spec.setJson(p, nlohmann::json(check->isChecked()));
+        } else if (auto *combo = qobject_cast<QComboBox *>(w)) {
+            spec.setText(p, (combo->isEditable() ? combo->currentText() : combo->currentData().toString()).trimmed().toStdString());
+        } else if (auto *edit = qobject_cast<QLineEdit *>(w)) {
+            const QString text = spec.key == "sample_prompt" ? edit->text() : edit->text().trimmed();
+            if (spec.key == "seed" && text.isEmpty())
+                return; // an empty seed keeps the default
+            spec.setText(p, text.toStdString());
+        }
+    } catch (const engine::Error &) {
+        // A field's own input rules keep its text readable; what is left (a seed beyond 2^64) keeps the
+        // value it had, and validation reports the rest.
+    }
 }
 
-QPushButton *TrainSettingsForm::browseButton(const char *name, QLineEdit *edit, bool folder, const QString &title)
+void TrainSettingsForm::writeField(const Binding &binding, const TrainingParams &p)
 {
-    auto *button = new QPushButton(tr("Browse…"), this);
-    button->setObjectName(QString::fromLatin1(name));
-    button->setToolTip(title);
-    connect(button, &QPushButton::clicked, this, [this, edit, folder, title] {
-        const QString current = edit->text().trimmed();
-        const QString start = current.isEmpty() ? QDir::homePath() : QFileInfo(current).absolutePath();
-        const QString path = folder ? QFileDialog::getExistingDirectory(this, title, start)
-                                    : QFileDialog::getOpenFileName(this, title, start);
-        if (!path.isEmpty())
-            edit->setText(path);
-    });
-    m_fields << button;
-    return button;
-}
-
-QWidget *TrainSettingsForm::createBasicsTab()
-{
-    auto *tab = new QWidget(this);
-    auto *form = new QFormLayout(tab);
-
-    m_runNameEdit = pathEdit("runNameEdit", tr("From the model and data names"), tr("The run's name on the Runs page"));
-    addRow(form, tr("R&un name:"), m_runNameEdit);
-
-    m_modelEdit = pathEdit("modelEdit", tr("Built-in demo model (LLaMA, 2 M parameters)"),
-                           tr("A model folder (config.json, with weights to fine-tune) or a config.json; leave empty "
-                              "for the demo model. Drop a folder on the page to use it."));
-    m_modelBrowseButton = new QPushButton(tr("&Open…"), tab);
-    m_modelBrowseButton->setObjectName(QStringLiteral("modelBrowseButton"));
-    m_modelBrowseButton->setToolTip(tr("Choose a model folder (Ctrl+O)"));
-    connect(m_modelBrowseButton, &QPushButton::clicked, this, &TrainSettingsForm::browseModel);
-    m_recentButton = new QToolButton(tab);
-    m_recentButton->setObjectName(QStringLiteral("recentModelsButton"));
-    m_recentButton->setText(tr("Recent"));
-    m_recentButton->setToolTip(tr("Model folders used lately"));
-    m_recentButton->setPopupMode(QToolButton::InstantPopup);
-    m_recentMenu = new QMenu(m_recentButton);
-    m_recentMenu->setObjectName(QStringLiteral("recentModelsMenu"));
-    m_recentButton->setMenu(m_recentMenu);
-    auto *modelRow = new QHBoxLayout;
-    modelRow->addWidget(m_modelEdit, 1);
-    modelRow->addWidget(m_modelBrowseButton);
-    modelRow->addWidget(m_recentButton);
-    addRow(form, tr("&Model:"), m_modelEdit, modelRow);
-    m_fields << m_modelBrowseButton << m_recentButton;
-    m_placementLabel = new QLabel(tab);
-    m_placementLabel->setObjectName(QStringLiteral("placementLabel"));
-    m_placementLabel->setWordWrap(true);
-    m_placementLabel->hide();
-    form->addRow(m_placementLabel);
-    connect(m_modelEdit, &QLineEdit::textChanged, this, [this](const QString &text) {
-        // A device map belongs to its model: editing the model drops it.
-        if (!m_placement.empty() && text.trimmed() != m_placementModel)
+    const SettingSpec &spec = *binding.spec;
+    QWidget *w = binding.widget;
+    const nlohmann::json value = spec.valueOf(p);
+    if (spec.kind == SettingKind::DeviceMap) {
+        if (!p.devicePlacement.empty())
+            setPlacement(QString::fromStdString(p.modelPath), p.devicePlacement,
+                         tr("Device map: %n entries.", nullptr, static_cast<int>(p.devicePlacement.size())));
+        else
             setPlacement({}, {}, {});
-    });
-
-    m_corpusEdit = pathEdit("corpusEdit", tr("Bundled demo corpus (Moby-Dick)"),
-                            tr("Training data: a UTF-8 text file, or JSONL with text, prompt/completion, messages or "
-                               "input_ids; leave empty for the bundled demo corpus"));
-    auto *corpusRow = new QHBoxLayout;
-    corpusRow->addWidget(m_corpusEdit, 1);
-    corpusRow->addWidget(browseButton("browseButton", m_corpusEdit, false, tr("Choose the Training Data")));
-    addRow(form, tr("&Data:"), m_corpusEdit, corpusRow);
-
-    m_tokenizerEdit = pathEdit("tokenizerEdit", tr("The model's, else trained on the data"),
-                               tr("A tokenizer.json or SentencePiece tokenizer.model; leave empty for the model folder's "
-                                  "(tokenizer.json first), or one trained on the data"));
-    auto *tokenizerRow = new QHBoxLayout;
-    tokenizerRow->addWidget(m_tokenizerEdit, 1);
-    tokenizerRow->addWidget(browseButton("tokenizerBrowseButton", m_tokenizerEdit, false, tr("Choose a Tokenizer")));
-    addRow(form, tr("To&kenizer:"), m_tokenizerEdit, tokenizerRow);
-
-    m_methodCombo = choices("methodCombo", {{tr("Full fine-tuning"), QStringLiteral("full")},
-                                            {tr("LoRA (adapters on a frozen base)"), QStringLiteral("lora")}}, tab);
-    m_methodCombo->setToolTip(tr("LoRA trains small adapters (see the LoRA tab) and needs a model folder with weights"));
-    addRow(form, tr("M&ethod:"), m_methodCombo);
-
-    m_stepsSpin = spin("stepsSpin", 0, 100'000'000, 300, tab);
-    m_stepsSpin->setToolTip(tr("Optimizer steps to run (unless epochs are set)"));
-    addRow(form, tr("S&teps:"), m_stepsSpin);
-    m_lrSpin = new NumberSpinBox(tab);
-    m_lrSpin->setObjectName(QStringLiteral("lrSpin"));
-    m_lrSpin->setRange(0, 10);
-    m_lrSpin->setSingleStep(0.0005);
-    m_lrSpin->setValue(0.003);
-    m_lrSpin->setToolTip(tr("Peak learning rate (after the warmup; see the Optimizer tab for the schedule)"));
-    addRow(form, tr("&Learning rate:"), m_lrSpin);
-    m_batchSpin = spin("batchSpin", 0, 65536, 8, tab);
-    m_batchSpin->setToolTip(tr("Sequences per micro-batch"));
-    addRow(form, tr("&Batch size:"), m_batchSpin);
-    m_seqLenSpin = spin("seqLenSpin", 1, 1 << 20, 128, tab);
-    m_seqLenSpin->setSingleStep(16);
-    m_seqLenSpin->setSuffix(tr(" tokens"));
-    m_seqLenSpin->setToolTip(tr("Tokens per training sequence"));
-    addRow(form, tr("Se&quence length:"), m_seqLenSpin);
-    return tab;
-}
-
-QWidget *TrainSettingsForm::createLoraTab()
-{
-    auto *tab = new QWidget(this);
-    auto *form = new QFormLayout(tab);
-    m_loraRankSpin = spin("loraRankSpin", 0, 65536, 8, tab);
-    m_loraRankSpin->setToolTip(tr("LoRA rank r"));
-    addRow(form, tr("&Rank:"), m_loraRankSpin);
-    m_loraAlphaSpin = doubleSpin("loraAlphaSpin", 0, 1e6, 1, 2, 16, tab);
-    m_loraAlphaSpin->setToolTip(tr("LoRA alpha: the update is scaled by alpha / r (alpha / √r with rsLoRA)"));
-    addRow(form, tr("&Alpha:"), m_loraAlphaSpin);
-    m_loraDropoutSpin = doubleSpin("loraDropoutSpin", 0, 1, 0.05, 2, 0.05, tab);
-    m_loraDropoutSpin->setToolTip(tr("Dropout on the adapters' input"));
-    addRow(form, tr("&Dropout:"), m_loraDropoutSpin);
-    m_loraTargetsEdit = new QLineEdit(QStringLiteral("q_proj,v_proj"), tab);
-    m_loraTargetsEdit->setObjectName(QStringLiteral("loraTargetsEdit"));
-    m_loraTargetsEdit->setToolTip(tr("Modules to adapt: names as PEFT matches them (q_proj,v_proj) or a regex over the "
-                                     "full module name"));
-    addRow(form, tr("Tar&gets:"), m_loraTargetsEdit);
-    m_modulesToSaveEdit = new QLineEdit(tab);
-    m_modulesToSaveEdit->setObjectName(QStringLiteral("modulesToSaveEdit"));
-    m_modulesToSaveEdit->setPlaceholderText(tr("None"));
-    m_modulesToSaveEdit->setToolTip(tr("Modules trained in full and saved in the adapter, e.g. lm_head (PEFT's "
-                                       "modules_to_save)"));
-    addRow(form, tr("&Modules to save:"), m_modulesToSaveEdit);
-    m_rsloraCheck = new QCheckBox(tr("Rank-stabilised (rsLoRA: alpha / √r)"), tab);
-    m_rsloraCheck->setObjectName(QStringLiteral("rsloraCheck"));
-    m_tabOf.insert(m_rsloraCheck, m_tabs->count());
-    form->addRow(QString(), m_rsloraCheck);
-    watch(m_rsloraCheck);
-    return tab;
-}
-
-QWidget *TrainSettingsForm::createOptimizerTab()
-{
-    auto *tab = new QWidget(this);
-    auto *form = new QFormLayout(tab);
-    m_optimizerCombo = choices("optimizerCombo", {{tr("AdamW"), QStringLiteral("adamw")},
-                                                  {tr("SGD with momentum"), QStringLiteral("sgd")}}, tab);
-    addRow(form, tr("O&ptimizer:"), m_optimizerCombo);
-    m_momentumSpin = doubleSpin("momentumSpin", 0, 0.999, 0.01, 3, TrainingParams().momentum, tab);
-    m_momentumSpin->setToolTip(tr("SGD's momentum (AdamW does not use it)"));
-    addRow(form, tr("&Momentum:"), m_momentumSpin);
-    connect(m_optimizerCombo, &QComboBox::currentIndexChanged, m_momentumSpin,
-            [this] { m_momentumSpin->setEnabled(m_optimizerCombo->currentData().toString() == QStringLiteral("sgd")); });
-    m_momentumSpin->setEnabled(false);
-    m_scheduleCombo = choices("scheduleCombo", {{tr("Cosine decay"), QStringLiteral("cosine")},
-                                                {tr("Linear decay"), QStringLiteral("linear")},
-                                                {tr("Constant"), QStringLiteral("constant")}}, tab);
-    m_scheduleCombo->setToolTip(tr("The learning rate after the warmup"));
-    addRow(form, tr("&Schedule:"), m_scheduleCombo);
-    m_warmupSpin = spin("warmupSpin", -1, 100'000'000, -1, tab);
-    m_warmupSpin->setSpecialValueText(tr("10 % of the steps"));
-    m_warmupSpin->setToolTip(tr("Steps of linear warmup to the peak learning rate"));
-    addRow(form, tr("&Warmup steps:"), m_warmupSpin);
-    m_minLrRatioSpin = doubleSpin("minLrRatioSpin", 0, 10, 0.05, 3, 0.1, tab);
-    m_minLrRatioSpin->setToolTip(tr("The decay ends at this fraction of the peak learning rate"));
-    addRow(form, tr("Mi&n learning rate:"), m_minLrRatioSpin);
-    m_weightDecaySpin = doubleSpin("weightDecaySpin", 0, 100, 0.01, 4, 0.1, tab);
-    m_weightDecaySpin->setToolTip(tr("AdamW's decoupled weight decay (not on norms and biases)"));
-    addRow(form, tr("Weight &decay:"), m_weightDecaySpin);
-    m_gradClipSpin = doubleSpin("gradClipSpin", 0, 1e9, 0.1, 3, 1.0, tab);
-    m_gradClipSpin->setSpecialValueText(tr("off"));
-    m_gradClipSpin->setToolTip(tr("Clip the gradient norm to this (0 = off; the norm is still measured)"));
-    addRow(form, tr("&Gradient clip:"), m_gradClipSpin);
-    m_gradAccumSpin = spin("gradAccumSpin", 0, 65536, 1, tab);
-    m_gradAccumSpin->setToolTip(tr("Micro-batches of the batch size per optimizer step"));
-    addRow(form, tr("Accu&mulation:"), m_gradAccumSpin);
-    m_epochsSpin = spin("epochsSpin", 0, 1'000'000, 0, tab);
-    m_epochsSpin->setSpecialValueText(tr("use the steps"));
-    m_epochsSpin->setToolTip(tr("Passes over the data; sets the number of steps"));
-    addRow(form, tr("&Epochs:"), m_epochsSpin);
-    m_seedEdit = new QLineEdit(QStringLiteral("1234"), tab);
-    m_seedEdit->setObjectName(QStringLiteral("seedEdit"));
-    m_seedEdit->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9]{0,19}")), m_seedEdit));
-    m_seedEdit->setToolTip(tr("Random seed (initialisation, data order, dropout)"));
-    addRow(form, tr("See&d:"), m_seedEdit);
-    return tab;
-}
-
-QWidget *TrainSettingsForm::createEvalTab()
-{
-    auto *tab = new QWidget(this);
-    auto *layout = new QVBoxLayout(tab);
-    auto *evalBox = new QGroupBox(tr("Evaluation"), tab);
-    auto *form = new QFormLayout(evalBox);
-    m_evalDataEdit = pathEdit("evalDataEdit", tr("None: hold out a fraction"), tr("A second data file for eval loss and perplexity"));
-    auto *evalRow = new QHBoxLayout;
-    evalRow->addWidget(m_evalDataEdit, 1);
-    evalRow->addWidget(browseButton("evalDataBrowseButton", m_evalDataEdit, false, tr("Choose the Eval Data")));
-    addRow(form, tr("E&val data:"), m_evalDataEdit, evalRow);
-    m_valFractionSpin = doubleSpin("valFractionSpin", 0, 0.9, 0.05, 2, 0.05, evalBox);
-    m_valFractionSpin->setToolTip(tr("Fraction of the data held out for eval loss and perplexity (0 = none)"));
-    addRow(form, tr("&Validation:"), m_valFractionSpin);
-    m_evalEverySpin = spin("evalEverySpin", 0, 100'000'000, 0, evalBox);
-    m_evalEverySpin->setSpecialValueText(tr("at the end"));
-    m_evalEverySpin->setPrefix(tr("every "));
-    m_evalEverySpin->setSuffix(tr(" steps"));
-    addRow(form, tr("Eval&uate:"), m_evalEverySpin);
-    m_evalBatchesSpin = spin("evalBatchesSpin", 0, 100'000'000, 16, evalBox);
-    m_evalBatchesSpin->setSpecialValueText(tr("the whole eval set"));
-    m_evalBatchesSpin->setToolTip(tr("Batches per evaluation"));
-    addRow(form, tr("Eval &batches:"), m_evalBatchesSpin);
-    m_sampleEdit = new QLineEdit(evalBox);
-    m_sampleEdit->setObjectName(QStringLiteral("sampleEdit"));
-    m_sampleEdit->setPlaceholderText(tr("No sample"));
-    m_sampleEdit->setToolTip(tr("A prompt: the log shows its greedy continuation before and after training"));
-    addRow(form, tr("Sam&ple prompt:"), m_sampleEdit);
-    m_sampleTokensSpin = spin("sampleTokensSpin", 0, 100'000, 40, evalBox);
-    m_sampleTokensSpin->setSuffix(tr(" tokens"));
-    addRow(form, tr("Sample &length:"), m_sampleTokensSpin);
-    layout->addWidget(evalBox);
-
-    auto *saveBox = new QGroupBox(tr("Checkpoints and output"), tab);
-    auto *saveForm = new QFormLayout(saveBox);
-    m_saveEverySpin = spin("saveEverySpin", 0, 100'000'000, 0, saveBox);
-    m_saveEverySpin->setSpecialValueText(tr("at stop only"));
-    m_saveEverySpin->setToolTip(tr("A checkpoint every N steps (one is always written when the run stops); continue "
-                                   "with tunebench train --resume RUN"));
-    addRow(saveForm, tr("Check&points:"), m_saveEverySpin);
-    m_keepSpin = spin("keepSpin", 0, 1'000'000, 3, saveBox);
-    m_keepSpin->setSpecialValueText(tr("all"));
-    m_keepSpin->setToolTip(tr("Keep the last K checkpoints"));
-    addRow(saveForm, tr("&Keep:"), m_keepSpin);
-    m_outputEdit = pathEdit("outputEdit", tr("The run's own folder"), tr("Folder for the run's files (checkpoints, "
-                                                                         "plot, model or adapter)"));
-    auto *outputRow = new QHBoxLayout;
-    outputRow->addWidget(m_outputEdit, 1);
-    outputRow->addWidget(browseButton("outputBrowseButton", m_outputEdit, true, tr("Choose the Output Folder")));
-    addRow(saveForm, tr("&Output:"), m_outputEdit, outputRow);
-    m_saveModelCheck = new QCheckBox(tr("Save the trained model or adapter"), saveBox);
-    m_saveModelCheck->setObjectName(QStringLiteral("saveModelCheck"));
-    m_saveModelCheck->setChecked(true);
-    m_tabOf.insert(m_saveModelCheck, m_tabs->count());
-    saveForm->addRow(QString(), m_saveModelCheck);
-    watch(m_saveModelCheck);
-    m_badLinesCombo = choices("badLinesCombo", {{tr("stop the run"), QStringLiteral("stop")},
-                                                {tr("skip and count"), QStringLiteral("skip")}}, saveBox);
-    m_badLinesCombo->setToolTip(tr("What a malformed JSONL line does"));
-    addRow(saveForm, tr("Bad &lines:"), m_badLinesCombo);
-    m_nonFiniteCombo = choices("nonFiniteCombo", {{tr("stop the run"), QStringLiteral("stop")},
-                                                  {tr("skip the step"), QStringLiteral("skip")}}, saveBox);
-    m_nonFiniteCombo->setToolTip(tr("What a NaN or infinite loss or gradient does"));
-    addRow(saveForm, tr("NaN lo&ss:"), m_nonFiniteCombo);
-    m_guardCheck = new QCheckBox(tr("Guard each step for the inspector"), saveBox);
-    m_guardCheck->setObjectName(QStringLiteral("guardCheck"));
-    m_guardCheck->setToolTip(tr("Watch the tensors autograd saves: an in-place write that would break backward "
-                                "stops the run before backward, and the step is kept for the Inspect page"));
-    m_guardCheck->setChecked(true);
-    m_tabOf.insert(m_guardCheck, m_tabs->count());
-    saveForm->addRow(QString(), m_guardCheck);
-    watch(m_guardCheck);
-    layout->addWidget(saveBox);
-    layout->addStretch(1);
-    return tab;
-}
-
-QWidget *TrainSettingsForm::createHardwareTab()
-{
-    auto *tab = new QWidget(this);
-    auto *form = new QFormLayout(tab);
-    const int cores = engine::hardwareThreads();
-    m_threadsSpin = spin("threadsSpin", 0, 4096, cores, tab);
-    m_threadsSpin->setSpecialValueText(tr("all cores"));
-    m_threadsSpin->setToolTip(tr("CPU threads for the math (this machine has %1); the default is in Preferences").arg(cores));
-    addRow(form, tr("T&hreads:"), m_threadsSpin);
-    m_deviceCombo = new QComboBox(tab);
-    m_deviceCombo->setObjectName(QStringLiteral("deviceCombo"));
-    m_deviceCombo->setEditable(true);
-    m_deviceCombo->addItems({QStringLiteral("cpu"), QStringLiteral("cuda")});
-    m_deviceCombo->setToolTip(tr("Where the model trains: cpu, cuda or cuda:N"));
-    addRow(form, tr("De&vice:"), m_deviceCombo);
-    m_deviceMapCombo = choices("deviceMapCombo", {{tr("None: all on the device"), QStringLiteral("none")},
-                                                  {tr("Auto: plan on this machine"), QStringLiteral("auto")}}, tab);
-    m_deviceMapCombo->setToolTip(tr("Split the model over GPUs, RAM and disk: planned here, or the Plan page's map"));
-    addRow(form, tr("Device &map:"), m_deviceMapCombo);
-    m_precisionCombo = choices("precisionCombo", {{tr("fp32"), QStringLiteral("fp32")},
-                                                  {tr("bf16 (autocast)"), QStringLiteral("bf16")},
-                                                  {tr("fp16 (autocast, loss scaling; CUDA)"), QStringLiteral("fp16")}}, tab);
-    m_precisionCombo->setToolTip(tr("The arithmetic of forward and backward; weights and optimizer state stay fp32"));
-    addRow(form, tr("Prec&ision:"), m_precisionCombo);
-    m_checkpointingCheck = new QCheckBox(tr("Gradient checkpointing"), tab);
-    m_checkpointingCheck->setObjectName(QStringLiteral("checkpointingCheck"));
-    m_checkpointingCheck->setToolTip(tr("Recompute each decoder layer in backward instead of keeping its activations: "
-                                        "less memory, about a third more compute"));
-    m_tabOf.insert(m_checkpointingCheck, m_tabs->count());
-    form->addRow(QString(), m_checkpointingCheck);
-    watch(m_checkpointingCheck);
-    connect(m_methodCombo, &QComboBox::currentIndexChanged, this, [this] { updateEnabled(); });
-    return tab;
+        if (p.devicePlacement.empty())
+            select(m_deviceMapCombo, p.autoDeviceMap ? QStringLiteral("auto") : QStringLiteral("none"));
+    } else if (auto *box = qobject_cast<QSpinBox *>(w)) {
+        box->setValue(clampToInt(value.get<int64_t>(), box));
+    } else if (auto *box = qobject_cast<QDoubleSpinBox *>(w)) {
+        box->setValue(value.get<double>());
+    } else if (auto *check = qobject_cast<QCheckBox *>(w)) {
+        check->setChecked(value.get<bool>());
+    } else if (auto *combo = qobject_cast<QComboBox *>(w)) {
+        if (combo->isEditable())
+            combo->setEditText(QString::fromStdString(spec.text(p)));
+        else
+            select(combo, QString::fromStdString(spec.text(p)));
+    } else if (auto *edit = qobject_cast<QLineEdit *>(w)) {
+        edit->setText(QString::fromStdString(spec.text(p)));
+    }
 }
 
 TrainingParams TrainSettingsForm::params() const
 {
-    using namespace engine::train;
     TrainingParams p;
-    p.runName = m_runNameEdit->text().trimmed().toStdString();
-    p.modelPath = m_modelEdit->text().trimmed().toStdString();
-    p.dataPath = m_corpusEdit->text().trimmed().toStdString();
-    p.tokenizerPath = m_tokenizerEdit->text().trimmed().toStdString();
-    p.method = m_methodCombo->currentData().toString() == QStringLiteral("lora") ? TrainingMethod::Lora : TrainingMethod::Full;
-    p.steps = m_stepsSpin->value();
-    p.learningRate = m_lrSpin->value();
-    p.batchSize = m_batchSpin->value();
-    p.sequenceLength = m_seqLenSpin->value();
-
-    p.lora.r = m_loraRankSpin->value();
-    p.lora.alpha = m_loraAlphaSpin->value();
-    p.lora.dropout = m_loraDropoutSpin->value();
-    p.lora.setTargetsFromText(m_loraTargetsEdit->text().trimmed().toStdString());
-    p.lora.rslora = m_rsloraCheck->isChecked();
-    p.lora.modulesToSave.clear();
-    if (const std::string modules = m_modulesToSaveEdit->text().trimmed().toStdString(); !modules.empty()) {
-        engine::model::LoraSettings names; // the CLI reads --modules-to-save the same way
-        names.setTargetsFromText(modules);
-        p.lora.modulesToSave = names.targets;
-    }
-
-    p.optimizer = m_optimizerCombo->currentData().toString() == QStringLiteral("sgd") ? OptimizerKind::Sgd : OptimizerKind::AdamW;
-    const QString schedule = m_scheduleCombo->currentData().toString();
-    p.schedule = schedule == QStringLiteral("constant") ? ScheduleKind::Constant
-                 : schedule == QStringLiteral("linear") ? ScheduleKind::Linear
-                                                        : ScheduleKind::Cosine;
-    p.warmupSteps = m_warmupSpin->value();
-    p.minLearningRateRatio = m_minLrRatioSpin->value();
-    p.weightDecay = m_weightDecaySpin->value();
-    p.momentum = m_momentumSpin->value();
-    p.gradClipNorm = m_gradClipSpin->value();
-    p.gradAccumulation = m_gradAccumSpin->value();
-    p.epochs = m_epochsSpin->value();
-    p.seed = m_seedEdit->text().isEmpty() ? TrainingParams().seed : m_seedEdit->text().toULongLong();
-
-    p.evalDataPath = m_evalDataEdit->text().trimmed().toStdString();
-    p.valFraction = m_valFractionSpin->value();
-    p.evalEvery = m_evalEverySpin->value();
-    p.evalBatches = m_evalBatchesSpin->value();
-    p.samplePrompt = m_sampleEdit->text().toStdString();
-    p.sampleTokens = m_sampleTokensSpin->value();
-    p.saveEvery = m_saveEverySpin->value();
-    p.keepCheckpoints = m_keepSpin->value();
-    p.outputDir = m_outputEdit->text().trimmed().toStdString();
-    p.saveModel = m_saveModelCheck->isChecked();
-    p.skipBadLines = m_badLinesCombo->currentData().toString() == QStringLiteral("skip");
-    p.nonFinite = m_nonFiniteCombo->currentData().toString() == QStringLiteral("skip") ? NonFinitePolicy::Skip : NonFinitePolicy::Stop;
-
-    p.threads = m_threadsSpin->value();
-    p.device = m_deviceCombo->currentText().trimmed().toStdString();
-    const QString map = m_deviceMapCombo->currentData().toString();
-    p.autoDeviceMap = map == QStringLiteral("auto");
-    if (map == QStringLiteral("given"))
-        p.devicePlacement = m_placement;
-    const QString precision = m_precisionCombo->currentData().toString();
-    p.precision = precision == QStringLiteral("bf16")   ? Precision::Bf16
-                  : precision == QStringLiteral("fp16") ? Precision::Fp16
-                                                        : Precision::Fp32;
-    p.gradientCheckpointing = m_checkpointingCheck->isChecked();
-    p.inspectGuard = m_guardCheck->isChecked();
+    for (const Binding &binding : m_bindings)
+        readField(binding, p);
     return p;
 }
 
 void TrainSettingsForm::setParams(const TrainingParams &p)
 {
-    using namespace engine::train;
     m_filling = true;
-    m_runNameEdit->setText(QString::fromStdString(p.runName));
-    m_modelEdit->setText(QString::fromStdString(p.modelPath));
-    m_corpusEdit->setText(QString::fromStdString(p.dataPath));
-    m_tokenizerEdit->setText(QString::fromStdString(p.tokenizerPath));
-    select(m_methodCombo, QString::fromLatin1(methodName(p.method)));
-    m_stepsSpin->setValue(clampToInt(p.steps, m_stepsSpin));
-    m_lrSpin->setValue(p.learningRate);
-    m_batchSpin->setValue(clampToInt(p.batchSize, m_batchSpin));
-    m_seqLenSpin->setValue(clampToInt(p.sequenceLength, m_seqLenSpin));
-
-    m_loraRankSpin->setValue(clampToInt(p.lora.r, m_loraRankSpin));
-    m_loraAlphaSpin->setValue(p.lora.alpha);
-    m_loraDropoutSpin->setValue(p.lora.dropout);
-    m_loraTargetsEdit->setText(p.lora.targetRegex.empty() ? joined(p.lora.targets) : QString::fromStdString(p.lora.targetRegex));
-    m_rsloraCheck->setChecked(p.lora.rslora);
-    m_modulesToSaveEdit->setText(joined(p.lora.modulesToSave));
-
-    select(m_optimizerCombo, QString::fromLatin1(optimizerName(p.optimizer)));
-    select(m_scheduleCombo, QString::fromLatin1(scheduleName(p.schedule)));
-    m_warmupSpin->setValue(clampToInt(p.warmupSteps, m_warmupSpin));
-    m_minLrRatioSpin->setValue(p.minLearningRateRatio);
-    m_weightDecaySpin->setValue(p.weightDecay);
-    m_momentumSpin->setValue(p.momentum);
-    m_gradClipSpin->setValue(p.gradClipNorm);
-    m_gradAccumSpin->setValue(clampToInt(p.gradAccumulation, m_gradAccumSpin));
-    m_epochsSpin->setValue(clampToInt(p.epochs, m_epochsSpin));
-    m_seedEdit->setText(QString::number(p.seed));
-
-    m_evalDataEdit->setText(QString::fromStdString(p.evalDataPath));
-    m_valFractionSpin->setValue(p.valFraction);
-    m_evalEverySpin->setValue(clampToInt(p.evalEvery, m_evalEverySpin));
-    m_evalBatchesSpin->setValue(clampToInt(p.evalBatches, m_evalBatchesSpin));
-    m_sampleEdit->setText(QString::fromStdString(p.samplePrompt));
-    m_sampleTokensSpin->setValue(clampToInt(p.sampleTokens, m_sampleTokensSpin));
-    m_saveEverySpin->setValue(clampToInt(p.saveEvery, m_saveEverySpin));
-    m_keepSpin->setValue(clampToInt(p.keepCheckpoints, m_keepSpin));
-    m_outputEdit->setText(QString::fromStdString(p.outputDir));
-    m_saveModelCheck->setChecked(p.saveModel);
-    select(m_badLinesCombo, p.skipBadLines ? QStringLiteral("skip") : QStringLiteral("stop"));
-    select(m_nonFiniteCombo, p.nonFinite == NonFinitePolicy::Skip ? QStringLiteral("skip") : QStringLiteral("stop"));
-
-    m_threadsSpin->setValue(clampToInt(p.threads, m_threadsSpin));
-    m_deviceCombo->setEditText(QString::fromStdString(p.device));
-    if (!p.devicePlacement.empty())
-        setPlacement(QString::fromStdString(p.modelPath), p.devicePlacement,
-                     tr("Device map: %n entries.", nullptr, static_cast<int>(p.devicePlacement.size())));
-    else
-        setPlacement({}, {}, {});
-    if (p.autoDeviceMap)
-        setDeviceMapChoice(QStringLiteral("auto"));
-    select(m_precisionCombo, QString::fromLatin1(precisionName(p.precision)));
-    m_checkpointingCheck->setChecked(p.gradientCheckpointing);
-    m_guardCheck->setChecked(p.inspectGuard);
+    for (const Binding &binding : m_bindings)
+        writeField(binding, p);
     m_filling = false;
     updateEnabled();
     revalidate();
@@ -711,14 +536,12 @@ void TrainSettingsForm::setPlacement(const QString &modelPath, const std::vector
             m_deviceMapCombo->setItemText(given, text);
         else
             m_deviceMapCombo->addItem(text, QStringLiteral("given"));
-        setDeviceMapChoice(QStringLiteral("given"));
+        select(m_deviceMapCombo, QStringLiteral("given"));
         m_placementLabel->setText(description);
         m_placementLabel->show();
     }
     revalidate();
 }
-
-void TrainSettingsForm::setDeviceMapChoice(const QString &choice) { select(m_deviceMapCombo, choice); }
 
 QString TrainSettingsForm::modelPath() const { return m_modelEdit->text().trimmed(); }
 
@@ -729,9 +552,9 @@ void TrainSettingsForm::setModelPath(const QString &path)
         addRecentModel(path);
 }
 
-void TrainSettingsForm::setCorpusPath(const QString &path) { m_corpusEdit->setText(path); }
+void TrainSettingsForm::setCorpusPath(const QString &path) { static_cast<QLineEdit *>(field(QStringLiteral("data")))->setText(path); }
 
-void TrainSettingsForm::setThreads(int threads) { m_threadsSpin->setValue(threads); }
+void TrainSettingsForm::setThreads(int threads) { static_cast<QSpinBox *>(field(QStringLiteral("threads")))->setValue(threads); }
 
 void TrainSettingsForm::browseModel()
 {
@@ -794,7 +617,7 @@ bool TrainSettingsForm::applyPreset(const QString &name)
     QString json;
     for (const auto &[builtinName, preset] : builtinPresets()) {
         if (builtinName == name)
-            json = app::settingsJson(preset, app::SettingsScope::Preset);
+            json = bridge::settingsJson(preset, engine::train::SettingScope::Preset);
     }
     for (const auto &[userName, preset] : std::as_const(m_userPresets)) {
         if (userName == name)
@@ -804,7 +627,7 @@ bool TrainSettingsForm::applyPreset(const QString &name)
         return false;
     TrainingParams params;
     QString error;
-    if (!app::readTrainingSettings(json, this->params(), &params, &error)) {
+    if (!bridge::readTrainingSettings(json, engine::train::SettingScope::Preset, this->params(), &params, &error)) {
         Q_EMIT statusMessage(tr("Preset %1 cannot be used: %2").arg(name, error), 10000);
         return false;
     }
@@ -830,10 +653,7 @@ bool TrainSettingsForm::savePreset(const QString &rawName, QString *error)
     }
     if (!isValid())
         return refuse(m_problem);
-    QString problem;
-    const QString json = app::settingsJson(params(), app::SettingsScope::Preset, &problem);
-    if (json.isEmpty())
-        return refuse(problem);
+    const QString json = bridge::settingsJson(params(), engine::train::SettingScope::Preset);
     auto it = std::find_if(m_userPresets.begin(), m_userPresets.end(), [&](const auto &preset) { return preset.first == name; });
     if (it != m_userPresets.end())
         it->second = json;
@@ -895,10 +715,13 @@ void TrainSettingsForm::setLocked(bool locked)
 
 void TrainSettingsForm::updateEnabled()
 {
-    if (!m_deletePresetButton || !m_checkpointingCheck)
-        return; // still being built
-    for (QWidget *field : std::as_const(m_fields))
-        field->setEnabled(!m_locked);
+    if (m_building)
+        return;
+    const TrainingParams p = params();
+    for (const Binding &binding : m_bindings)
+        binding.widget->setEnabled(!m_locked && binding.spec->appliesTo(p));
+    for (QWidget *button : std::as_const(m_buttons))
+        button->setEnabled(!m_locked);
     m_presetCombo->setEnabled(!m_locked);
     m_savePresetButton->setEnabled(!m_locked);
     bool userPreset = false;
@@ -906,51 +729,15 @@ void TrainSettingsForm::updateEnabled()
         userPreset = userPreset || preset.first == m_presetCombo->currentData().toString();
     m_deletePresetButton->setEnabled(!m_locked && userPreset);
     m_recentButton->setEnabled(!m_locked && !m_recent.isEmpty());
-    const bool lora = m_methodCombo->currentData().toString() == QStringLiteral("lora");
-    for (QWidget *field : std::initializer_list<QWidget *>{m_loraRankSpin, m_loraAlphaSpin, m_loraDropoutSpin, m_loraTargetsEdit,
-                                                           m_rsloraCheck, m_modulesToSaveEdit})
-        field->setEnabled(!m_locked && lora);
 }
 
-QString TrainSettingsForm::fieldLabel(QWidget *field) const { return m_labels.value(field, field ? field->objectName() : QString()); }
-
-QWidget *TrainSettingsForm::fieldOfEngineMessage(const QString &message) const
+QString TrainSettingsForm::fieldLabel(QWidget *field) const
 {
-    // The engine names the setting; the more specific names come first ("warmup steps" before "steps").
-    const QList<std::pair<const char *, QWidget *>> needles = {
-        {"setting warmup steps", m_warmupSpin},
-        {"setting min learning rate ratio", m_minLrRatioSpin},
-        {"setting learning rate", m_lrSpin},
-        {"setting steps", m_stepsSpin},
-        {"setting batch size", m_batchSpin},
-        {"setting sequence length", m_seqLenSpin},
-        {"setting weight decay", m_weightDecaySpin},
-        {"setting momentum", m_momentumSpin},
-        {"setting gradient clip norm", m_gradClipSpin},
-        {"setting gradient accumulation", m_gradAccumSpin},
-        {"setting device", m_deviceCombo},
-        {"device map", m_deviceMapCombo},
-        {"precision fp16", m_precisionCombo},
-        {"setting epochs", m_epochsSpin},
-        {"setting validation fraction", m_valFractionSpin},
-        {"an eval data file or a validation fraction", m_valFractionSpin},
-        {"setting eval every", m_evalEverySpin},
-        {"setting eval batches", m_evalBatchesSpin},
-        {"setting save every", m_saveEverySpin},
-        {"setting keep checkpoints", m_keepSpin},
-        {"setting sample tokens", m_sampleTokensSpin},
-        {"setting threads", m_threadsSpin},
-        {"LoRA rank", m_loraRankSpin},
-        {"LoRA alpha", m_loraAlphaSpin},
-        {"LoRA dropout", m_loraDropoutSpin},
-        {"LoRA needs target", m_loraTargetsEdit},
-        {"LoRA target", m_loraTargetsEdit},
-    };
-    for (const auto &[needle, field] : needles) {
-        if (message.contains(QLatin1String(needle)))
-            return field;
+    for (const Binding &binding : m_bindings) {
+        if (binding.widget == field)
+            return tr(binding.spec->label.c_str());
     }
-    return nullptr;
+    return field ? field->objectName() : QString();
 }
 
 QString TrainSettingsForm::pathProblem(const TrainingParams &p, QWidget **field) const
@@ -962,18 +749,18 @@ QString TrainSettingsForm::pathProblem(const TrainingParams &p, QWidget **field)
         *field = m_modelEdit;
         return tr("the folder %1 does not exist").arg(native(p.modelPath));
     }
-    for (const auto &[path, edit] : {std::pair{p.dataPath, m_corpusEdit}, std::pair{p.tokenizerPath, m_tokenizerEdit},
-                                     std::pair{p.evalDataPath, m_evalDataEdit}}) {
+    for (const auto &[path, key] : {std::pair{p.dataPath, "data"}, std::pair{p.tokenizerPath, "tokenizer"},
+                                    std::pair{p.evalDataPath, "eval_data"}}) {
         if (path.empty())
             continue;
-        *field = edit;
+        *field = this->field(QString::fromLatin1(key));
         if (!isFile(path))
             return tr("the file %1 does not exist").arg(native(path));
         if (!QFileInfo(QString::fromStdString(path)).isReadable())
             return tr("the file %1 cannot be read").arg(native(path));
     }
     if (!p.outputDir.empty() && exists(p.outputDir) && !QFileInfo(QString::fromStdString(p.outputDir)).isDir()) {
-        *field = m_outputEdit;
+        *field = this->field(QStringLiteral("output_dir"));
         return tr("%1 is a file, not a folder").arg(native(p.outputDir));
     }
     *field = nullptr;
@@ -982,18 +769,30 @@ QString TrainSettingsForm::pathProblem(const TrainingParams &p, QWidget **field)
 
 void TrainSettingsForm::revalidate()
 {
-    if (m_filling || !m_checkpointingCheck)
+    if (m_filling || m_building)
         return;
+    updateEnabled();
     const TrainingParams p = params();
     QWidget *field = nullptr;
-    QString message = app::EngineBridge::validationError(p);
-    if (!message.isEmpty())
-        field = fieldOfEngineMessage(message);
-    else
+    QString message;
+    try {
+        engine::train::validateSettings(p);
+    } catch (const engine::Error &e) {
+        message = QString::fromStdString(e.what());
+        field = this->field(QString::fromStdString(e.field()));
+    }
+    if (message.isEmpty())
         message = pathProblem(p, &field);
+    setProblem(message, field);
+}
+
+void TrainSettingsForm::showProblem(const QString &key, const QString &message) { setProblem(message, field(key)); }
+
+void TrainSettingsForm::setProblem(const QString &rawMessage, QWidget *field)
+{
+    QString message = rawMessage;
     if (!message.isEmpty() && field)
         message = tr("%1: %2").arg(fieldLabel(field), message);
-
     const bool wasValid = m_problem.isEmpty();
     m_problem = message;
     m_problemField = message.isEmpty() ? nullptr : field;
@@ -1042,7 +841,7 @@ void TrainSettingsForm::markInvalid(QWidget *field)
 void TrainSettingsForm::changeEvent(QEvent *event)
 {
     QWidget::changeEvent(event);
-    if (event->type() == QEvent::PaletteChange && !m_filling && m_checkpointingCheck) {
+    if (event->type() == QEvent::PaletteChange && !m_filling && !m_building) {
         // A new theme: tint the field again from the new colours.
         QWidget *field = m_marked;
         m_marked = nullptr;

@@ -1,11 +1,13 @@
 #pragma once
-// The Train page's settings: a field for every trainer setting (tabs Basics, LoRA, Optimizer, Eval & Save,
-// Hardware), presets, the model folder's recent list, and validation as you type. A field whose value is
-// refused turns red and the message under the form names it; the page keeps Start disabled meanwhile.
-// The rules are the engine's (TrainingParams::validate through EngineBridge::validationError) plus the
-// checks of the paths that the CLI makes when it parses them.
+// The Train page's settings: one field per training setting, built from the settings' declaration
+// (engine/train/settingschema.h: its label, help, kind, range, choices and group), in tabs Basics,
+// LoRA, Optimizer, Eval & Save and Hardware; presets, the model folder's recent list, and validation
+// as you type. A field whose value is refused turns red and the message under the form names it; the
+// page keeps Start disabled meanwhile. The rules are the engine's (validateSettings, whose errors name
+// the setting) plus the checks of the paths that the CLI makes when it parses them. Each field's
+// objectName is its setting's key ("learning_rate", "lora.r").
 
-#include "engine/train/trainingparams.h"
+#include "engine/train/settingschema.h"
 
 #include <QHash>
 #include <QString>
@@ -15,16 +17,12 @@
 #include <utility>
 #include <vector>
 
-class QCheckBox;
 class QComboBox;
-class QDoubleSpinBox;
 class QFormLayout;
 class QLabel;
-class QLayout;
 class QLineEdit;
 class QMenu;
 class QPushButton;
-class QSpinBox;
 class QTabWidget;
 class QToolButton;
 
@@ -49,6 +47,11 @@ public:
     /// The field the problem is in (nullptr when valid).
     QWidget *problemField() const { return m_problemField; }
     bool isValid() const { return m_problem.isEmpty(); }
+    /// The field of the setting `key` (nullptr for a setting the form does not show).
+    QWidget *field(const QString &key) const { return m_fieldOf.value(key); }
+    /// Marks the field of setting `key` with `message` (an engine error about it, e.g. a job's), as a
+    /// refused value is marked; the next edit validates again. Unknown keys show the message alone.
+    void showProblem(const QString &key, const QString &message);
 
     /// A device map for `modelPath` (from the Plan page or a cloned run), described by `description`;
     /// editing the model folder drops it.
@@ -92,34 +95,40 @@ protected:
     void changeEvent(QEvent *event) override;
 
 private:
+    /// One setting's field: how it shows and reads its value.
+    struct Binding {
+        const engine::train::SettingSpec *spec = nullptr;
+        QWidget *widget = nullptr; ///< the input (the line edit of a path row)
+        int tab = 0;
+    };
+
     QWidget *createPresetRow();
-    QWidget *createBasicsTab();
-    QWidget *createLoraTab();
-    QWidget *createOptimizerTab();
-    QWidget *createEvalTab();
-    QWidget *createHardwareTab();
-    /// Adds a labelled row and remembers the label for messages and the tab for marking.
-    void addRow(QFormLayout *form, const QString &label, QWidget *field, QLayout *fieldLayout = nullptr);
-    QLineEdit *pathEdit(const char *name, const QString &placeholder, const QString &tip);
-    QPushButton *browseButton(const char *name, QLineEdit *edit, bool folder, const QString &title);
+    QWidget *createTab(std::initializer_list<engine::train::SettingGroup> groups);
+    void addField(QFormLayout *form, const engine::train::SettingSpec &spec, QString &mnemonics);
+    QWidget *createInput(const engine::train::SettingSpec &spec, QWidget *parent);
+    QWidget *createModelRow(QLineEdit *edit, QWidget *parent);
+    QWidget *createPathRow(const engine::train::SettingSpec &spec, QLineEdit *edit, QWidget *parent);
+    void readField(const Binding &binding, engine::train::TrainingParams &params) const;
+    void writeField(const Binding &binding, const engine::train::TrainingParams &params);
     void watch(QWidget *field);
     void revalidate();
     QString pathProblem(const engine::train::TrainingParams &params, QWidget **field) const;
-    QWidget *fieldOfEngineMessage(const QString &message) const;
+    void setProblem(const QString &message, QWidget *field);
     void markInvalid(QWidget *field);
     void updateEnabled();
     void updateRecentMenu();
     void loadUserPresets();
     void rebuildPresetCombo(const QString &select = {});
-    void setDeviceMapChoice(const QString &choice);
     QString fieldLabel(QWidget *field) const;
 
     QString m_problem;
     QWidget *m_problemField = nullptr;
     QWidget *m_marked = nullptr;
     bool m_locked = false;
+    bool m_building = true; ///< the fields are being made: nothing to validate yet
     bool m_filling = false; ///< setParams is filling the fields: validate once at the end
-    QHash<QWidget *, QString> m_labels;
+    std::vector<Binding> m_bindings;
+    QHash<QString, QWidget *> m_fieldOf; ///< setting key -> its field
     QHash<QWidget *, int> m_tabOf;
     QStringList m_recent;
     QList<std::pair<QString, QString>> m_userPresets; ///< (name, preset JSON)
@@ -131,60 +140,13 @@ private:
     QPushButton *m_savePresetButton = nullptr;
     QPushButton *m_deletePresetButton = nullptr;
     QLabel *m_validationLabel = nullptr;
-
-    QLineEdit *m_runNameEdit = nullptr;
     QLineEdit *m_modelEdit = nullptr;
-    QPushButton *m_modelBrowseButton = nullptr;
     QToolButton *m_recentButton = nullptr;
     QMenu *m_recentMenu = nullptr;
     QLabel *m_placementLabel = nullptr;
-    QLineEdit *m_corpusEdit = nullptr;
-    QLineEdit *m_tokenizerEdit = nullptr;
-    QComboBox *m_methodCombo = nullptr;
-    QSpinBox *m_stepsSpin = nullptr;
-    QDoubleSpinBox *m_lrSpin = nullptr;
-    QSpinBox *m_batchSpin = nullptr;
-    QSpinBox *m_seqLenSpin = nullptr;
-
-    QSpinBox *m_loraRankSpin = nullptr;
-    QDoubleSpinBox *m_loraAlphaSpin = nullptr;
-    QDoubleSpinBox *m_loraDropoutSpin = nullptr;
-    QLineEdit *m_loraTargetsEdit = nullptr;
-    QCheckBox *m_rsloraCheck = nullptr;
-    QLineEdit *m_modulesToSaveEdit = nullptr;
-
-    QComboBox *m_optimizerCombo = nullptr;
-    QComboBox *m_scheduleCombo = nullptr;
-    QSpinBox *m_warmupSpin = nullptr;
-    QDoubleSpinBox *m_minLrRatioSpin = nullptr;
-    QDoubleSpinBox *m_weightDecaySpin = nullptr;
-    QDoubleSpinBox *m_momentumSpin = nullptr;
-    QDoubleSpinBox *m_gradClipSpin = nullptr;
-    QSpinBox *m_epochsSpin = nullptr;
-    QSpinBox *m_gradAccumSpin = nullptr;
-    QLineEdit *m_seedEdit = nullptr;
-
-    QLineEdit *m_evalDataEdit = nullptr;
-    QDoubleSpinBox *m_valFractionSpin = nullptr;
-    QSpinBox *m_evalEverySpin = nullptr;
-    QSpinBox *m_evalBatchesSpin = nullptr;
-    QLineEdit *m_sampleEdit = nullptr;
-    QSpinBox *m_sampleTokensSpin = nullptr;
-    QSpinBox *m_saveEverySpin = nullptr;
-    QSpinBox *m_keepSpin = nullptr;
-    QLineEdit *m_outputEdit = nullptr;
-    QCheckBox *m_saveModelCheck = nullptr;
-    QComboBox *m_badLinesCombo = nullptr;
-    QComboBox *m_nonFiniteCombo = nullptr;
-    QCheckBox *m_guardCheck = nullptr; ///< TrainingParams::inspectGuard
-
-    QSpinBox *m_threadsSpin = nullptr;
-    QComboBox *m_deviceCombo = nullptr;
     QComboBox *m_deviceMapCombo = nullptr;
-    QComboBox *m_precisionCombo = nullptr;
-    QCheckBox *m_checkpointingCheck = nullptr;
 
-    QList<QWidget *> m_fields; ///< every input, for locking
+    QList<QWidget *> m_buttons; ///< Browse, Open and Recent buttons, locked with the fields
 };
 
 } // namespace ui

@@ -5,6 +5,7 @@
 #include "engine/core/error.h"
 #include "engine/core/paths.h"
 #include "engine/store/runqueries.h"
+#include "engine/store/runfolder.h"
 #include "engine/store/runstore.h"
 #include "storetestutil.h"
 #include "support/tempdir.h"
@@ -466,7 +467,7 @@ namespace {
 void writeMarker(const std::filesystem::path &folder, int64_t run, const std::filesystem::path &storePath)
 {
     std::filesystem::create_directories(folder);
-    std::ofstream(folder / kRunFolderMarker) << R"({"run_id": )" << run << R"(, "store": ")" << storePath.string()
+    std::ofstream(folder / kRunMarker) << R"({"run_id": )" << run << R"(, "store": ")" << storePath.string()
                                               << "\"}\n";
     std::ofstream(folder / "loss.png") << "png";
 }

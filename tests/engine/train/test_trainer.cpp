@@ -5,7 +5,7 @@
 #include "engine/store/runstore.h"
 #include "engine/tokenize/tokenizer.h"
 #include "engine/train/export.h"
-#include "engine/train/runfolder.h"
+#include "engine/store/runfolder.h"
 #include "engine/train/trainer.h"
 #include "support/bytelevelfolder.h"
 #include "support/tempdir.h"
@@ -465,7 +465,7 @@ TEST_F(TrainerTest, ARunWithoutAnOutputFolderKeepsItsFilesBesideItsDatabase)
     auto store = engine::store::RunStore::open(params.storePath);
     EXPECT_EQ(store.runFolder(outcome.runId), expected);
     EXPECT_EQ(store.createdRunFolder(outcome.runId), expected);
-    EXPECT_EQ(engine::train::resolveRunFolder(std::to_string(outcome.runId), params.storePath), expected);
+    EXPECT_EQ(engine::store::resolveRunFolder(std::to_string(outcome.runId), params.storePath), expected);
 }
 
 TEST_F(TrainerTest, TheThreadsSettingIsApplied)
