@@ -1,7 +1,11 @@
 // The Runs page driven like a user, over a real run store that the test also writes to from another
 // connection (as a training process would): sorting and filtering, rename, notes, tags, delete, the
 // run folder, cloning settings, overlays, following the store live, and the stores it cannot use
-// (newer schema, locked, read-only), each one message in the page with the file left as it was.
+// (newer schema, locked, read-only), each one message in the page with the file left as it was; a
+// locked store never freezes the window.
+//
+// The page reads and writes on a thread of its own: after an action, a test waits (waitForStore) for the
+// store's answer before it looks.
 
 #include "engine/store/runstore.h"
 #include "engine/store/storetestutil.h"
@@ -79,7 +83,8 @@ protected:
         return id;
     }
 
-    ui::RunsPage &openPage()
+    /// Opens the page on the test's store and, unless told not to, waits until it shows the runs.
+    ui::RunsPage &openPage(bool waitForRuns = true)
     {
         m_page = std::make_unique<ui::RunsPage>(QString());
         m_messages = std::make_unique<QSignalSpy>(m_page.get(), &ui::RunsPage::statusMessage);
@@ -90,7 +95,23 @@ protected:
         m_page->activateWindow();
         EXPECT_TRUE(QTest::qWaitForWindowActive(m_page.get()));
         view()->setFocus();
+        if (waitForRuns) {
+            EXPECT_TRUE(waitForStore());
+        }
         return *m_page;
+    }
+
+    /// Waits until the page has the store's answers to everything it asked so far.
+    bool waitForStore(int timeoutMs = 10'000)
+    {
+        return QTest::qWaitFor([&] { return !m_page->isWaitingForStore(); }, timeoutMs);
+    }
+
+    /// Waits until the delete confirmation was answered, then for the store.
+    void waitForDeleteConfirmation()
+    {
+        ASSERT_TRUE(QTest::qWaitFor([&] { return m_confirmationSeen; }, 10'000)) << "no delete confirmation";
+        ASSERT_TRUE(waitForStore());
     }
 
     QTableView *view() const { return m_page->view(); }
@@ -279,6 +300,7 @@ TEST_F(RunsPageTest, NotesAndTagsAreSavedInTheStore)
     QTest::keyClick(view(), Qt::Key_E, Qt::ControlModifier);
     QTest::keyClicks(notes, QStringLiteral("the good one"));
     clickRun(a);
+    ASSERT_TRUE(waitForStore());
 
     auto store = RunStore::open(storeFile());
     EXPECT_EQ(store.run(a)->notes, "lr too high?");
@@ -292,6 +314,7 @@ TEST_F(RunsPageTest, NotesAndTagsAreSavedInTheStore)
     tags->selectAll();
     QTest::keyClicks(tags, QStringLiteral("ok, ") + QString(70, QLatin1Char('x')));
     QTest::keyClick(tags, Qt::Key_Return);
+    ASSERT_TRUE(waitForStore());
     EXPECT_TRUE(m_page->message().contains(QStringLiteral("at most 64 bytes"))) << m_page->message().toStdString();
     EXPECT_EQ(RunStore::open(storeFile()).run(a)->tags, (std::vector<std::string>{"baseline", "jargon"}));
 }
@@ -305,12 +328,14 @@ TEST_F(RunsPageTest, DeleteAsksThenDeletesOnYesAndKeepsOnNo)
 
     answerDeleteConfirmation(QMessageBox::No);
     pressInTable(Qt::Key_Delete);
+    waitForDeleteConfirmation();
     EXPECT_TRUE(m_confirmationSeen);
     EXPECT_TRUE(RunStore::open(storeFile()).run(drop)) << "deleted although the answer was no";
     EXPECT_EQ(proxy()->rowCount(), 2);
 
     answerDeleteConfirmation(QMessageBox::Yes);
     pressInTable(Qt::Key_Delete);
+    waitForDeleteConfirmation();
     EXPECT_TRUE(m_confirmationSeen);
     auto store = RunStore::open(storeFile());
     EXPECT_FALSE(store.run(drop));
@@ -341,18 +366,21 @@ TEST_F(RunsPageTest, DeleteOffersTheRunFolderOnlyForAFolderTunebenchMadeAndKeeps
     clickRun(kept);
     answerDeleteConfirmation(QMessageBox::Yes);
     pressInTable(Qt::Key_Delete);
+    waitForDeleteConfirmation();
     EXPECT_TRUE(m_confirmationHadFolderBox);
     EXPECT_TRUE(std::filesystem::exists(folderOf("out-kept") / engine::store::kRunFolderMarker));
 
     clickRun(removed);
     answerDeleteConfirmation(QMessageBox::Yes, true);
     pressInTable(Qt::Key_Delete);
+    waitForDeleteConfirmation();
     EXPECT_TRUE(m_confirmationHadFolderBox);
     EXPECT_FALSE(std::filesystem::exists(folderOf("out-removed")));
 
     clickRun(foreign);
     answerDeleteConfirmation(QMessageBox::Yes, true);
     pressInTable(Qt::Key_Delete);
+    waitForDeleteConfirmation();
     EXPECT_TRUE(m_confirmationSeen);
     EXPECT_FALSE(m_confirmationHadFolderBox) << "offered to delete a folder tunebench did not make";
     EXPECT_TRUE(std::filesystem::exists(folderOf("someone-elses")));
@@ -373,12 +401,14 @@ TEST_F(RunsPageTest, OpenRunFolderOpensItAndADeletedFolderIsOneClearMessage)
     clickRun(id);
 
     QTest::keyClick(view(), Qt::Key_O, Qt::ControlModifier | Qt::ShiftModifier);
+    ASSERT_TRUE(waitForStore());
     ASSERT_EQ(opened.size(), 1);
     EXPECT_EQ(opened.first(), QUrl::fromLocalFile(QString::fromStdString(folder.string())));
     EXPECT_TRUE(m_page->message().isEmpty());
 
     std::filesystem::remove_all(folder); // behind the app's back
     QTest::keyClick(view(), Qt::Key_O, Qt::ControlModifier | Qt::ShiftModifier);
+    ASSERT_TRUE(waitForStore());
     EXPECT_EQ(opened.size(), 1);
     EXPECT_TRUE(m_page->message().contains(QStringLiteral("no longer exists"))) << m_page->message().toStdString();
     EXPECT_TRUE(m_page->message().contains(QDir::toNativeSeparators(QString::fromStdString(folder.string()))));
@@ -543,6 +573,50 @@ TEST_F(RunsPageTest, AReadOnlyStoreShowsTheRunsWithOneMessageAndWritesNothing)
     }
     EXPECT_EQ(fileBytes(storeFile()), before);
     std::filesystem::permissions(storeFile(), std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+}
+
+// Bug: the page read the store on the UI thread, so a store locked by another process froze the window
+// for the busy timeout at every read.
+TEST_F(RunsPageTest, ALockedStoreNeverFreezesTheWindowAndItsRunsShowOnceItIsReleased)
+{
+    const int64_t finished = addRun("finished", 2);
+    // A run whose process died: every read records it as interrupted, a write that waits for the lock
+    // (up to RunsReader::kBusyTimeoutMs, at the opening and again at the listing) while it is held.
+    const int64_t died = addRun("died", 2);
+    RawDb(storeFile()).exec("UPDATE runs SET status = 'running', finished = '', owner_pid = 999999999, owner_start = 1 "
+                            "WHERE id = " + std::to_string(died));
+    auto other = std::make_unique<RawDb>(storeFile()); // another process, in the middle of a write
+    other->exec("BEGIN EXCLUSIVE");
+    other->exec("UPDATE runs SET name = 'renamed under the lock' WHERE id = " + std::to_string(finished));
+
+    int ticks = 0;
+    QTimer ticker;
+    ticker.setInterval(10);
+    QObject::connect(&ticker, &QTimer::timeout, [&] { ++ticks; });
+    ticker.start();
+    openPage(false);
+    // The event loop goes on while the page waits for the store: the timer fires 30 times with the
+    // read still on its way.
+    ASSERT_TRUE(QTest::qWaitFor([&] { return ticks >= 30 || !m_page->isWaitingForStore(); }, 10'000));
+    EXPECT_GE(ticks, 30);
+    EXPECT_TRUE(m_page->isWaitingForStore()) << "the read did not wait for the lock";
+    EXPECT_EQ(proxy()->rowCount(), 0);
+    const int ticksWhileLocked = ticks;
+
+    other->exec("COMMIT");
+    other.reset();
+    const auto nameOf = [&](int64_t id) {
+        const int row = m_page->model()->rowOfRun(id);
+        return row < 0 ? QString() : m_page->model()->index(row, ui::RunsModel::NameColumn).data().toString();
+    };
+    ASSERT_TRUE(QTest::qWaitFor([&] { return nameOf(finished) == QStringLiteral("renamed under the lock"); }, kPollWaitMs))
+        << shown(ui::RunsModel::NameColumn).join(QLatin1Char(',')).toStdString();
+    EXPECT_EQ(proxy()->rowCount(), 2);
+    const int diedRow = m_page->model()->rowOfRun(died);
+    ASSERT_GE(diedRow, 0);
+    EXPECT_EQ(m_page->model()->index(diedRow, ui::RunsModel::StatusColumn).data().toString(), QStringLiteral("Interrupted"));
+    EXPECT_TRUE(m_page->message().isEmpty()) << m_page->message().toStdString();
+    EXPECT_GT(ticks, ticksWhileLocked);
 }
 
 } // namespace
