@@ -297,6 +297,7 @@ void MainWindow::connectPages()
         if (m_trainPage->applyRunConfig(configJson))
             showPage(Page::Train);
     });
+    // TODO(merge): resume
     connect(m_bridge, &app::EngineBridge::jobFinished, m_runsPage, &RunsPage::refresh);
     connect(m_bridge, &app::EngineBridge::runCreated, m_runsPage, &RunsPage::refresh);
 }

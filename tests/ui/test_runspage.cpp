@@ -2,7 +2,7 @@
 // connection (as a training process would): sorting and filtering, rename, notes, tags, delete, the
 // run folder, cloning settings, overlays, following the store live, and the stores it cannot use
 // (newer schema, locked, read-only), each one message in the page with the file left as it was; a
-// locked store never freezes the window.
+// locked store never freezes the window; Resume and Continue Training... for the runs that can go on.
 //
 // The page reads and writes on a thread of its own: after an action, a test waits (waitForStore) for the
 // store's answer before it looks.
@@ -26,11 +26,13 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QInputDialog>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
+#include <QToolButton>
 #include <QUrl>
 
 #include <gtest/gtest.h>
@@ -80,6 +82,19 @@ protected:
             RawDb raw(storeFile());
             raw.exec("UPDATE runs SET created = '" + created + "', finished = '" + created + "' WHERE id = " + std::to_string(id));
         }
+        return id;
+    }
+
+    /// A run that ended with `status` after `steps` steps, written by "another process".
+    int64_t addEndedRun(const std::string &name, RunStatus status, int64_t steps, const std::string &config)
+    {
+        auto store = RunStore::open(storeFile());
+        const int64_t id = store.createRun(name, config, "demo");
+        std::vector<MetricSample> samples;
+        for (int64_t step = 1; step <= steps; ++step)
+            samples.push_back({"train/loss", step, double(step), 3.0 - double(step) / double(steps)});
+        store.appendMetrics(id, samples);
+        store.finishRun(id, status);
         return id;
     }
 
@@ -563,6 +578,9 @@ TEST_F(RunsPageTest, AReadOnlyStoreShowsTheRunsWithOneMessageAndWritesNothing)
         EXPECT_FALSE(m_page->renameAction()->isEnabled());
         EXPECT_FALSE(m_page->deleteAction()->isEnabled());
         EXPECT_TRUE(m_page->cloneAction()->isEnabled());
+        EXPECT_FALSE(m_page->continueAction()->isEnabled()) << "a continued run could not record its steps";
+        EXPECT_TRUE(m_page->continueAction()->toolTip().contains(QStringLiteral("read-only")))
+            << m_page->continueAction()->toolTip().toStdString();
         QTest::keyClick(view(), Qt::Key_F2);
         EXPECT_EQ(qobject_cast<QLineEdit *>(QApplication::focusWidget()), nullptr) << "F2 edits a read-only store";
         EXPECT_TRUE(child<QLineEdit>("tagsEdit")->isReadOnly());
@@ -617,6 +635,95 @@ TEST_F(RunsPageTest, ALockedStoreNeverFreezesTheWindowAndItsRunsShowOnceItIsRele
     EXPECT_EQ(m_page->model()->index(diedRow, ui::RunsModel::StatusColumn).data().toString(), QStringLiteral("Interrupted"));
     EXPECT_TRUE(m_page->message().isEmpty()) << m_page->message().toStdString();
     EXPECT_GT(ticks, ticksWhileLocked);
+}
+
+TEST_F(RunsPageTest, ResumeAndContinueTrainingAreOfferedForTheRunsThatCanGoOn)
+{
+    const std::string config = R"({"training": {"method": "lora", "steps": 20}})";
+    const int64_t interrupted = addEndedRun("interrupted", RunStatus::Interrupted, 7, config);
+    const int64_t cancelled = addEndedRun("cancelled", RunStatus::Cancelled, 5, config);
+    const int64_t succeeded = addEndedRun("succeeded", RunStatus::Succeeded, 30, R"({"training": {"method": "lora", "steps": 30}})");
+    const int64_t failed = addEndedRun("failed", RunStatus::Failed, 3, config);
+    const int64_t parallel = addEndedRun("two ranks", RunStatus::Interrupted, 4,
+                                         R"({"training": {"method": "full", "steps": 20, "world_size": 2, "launcher": "torchrun"}})");
+    openPage();
+    QAction *resume = m_page->resumeAction();
+    QAction *more = m_page->continueAction();
+    auto *resumeButton = child<QToolButton>("resumeButton");
+    auto *continueButton = child<QToolButton>("continueButton");
+    ASSERT_NE(resumeButton, nullptr);
+    ASSERT_NE(continueButton, nullptr);
+    EXPECT_FALSE(resume->isEnabled()) << "nothing is selected";
+    EXPECT_FALSE(more->isEnabled());
+
+    const auto expectOffered = [&](int64_t id, bool resumable, bool continuable) {
+        clickRun(id);
+        EXPECT_EQ(resume->isEnabled(), resumable) << "run " << id << ": " << resume->toolTip().toStdString();
+        EXPECT_EQ(more->isEnabled(), continuable) << "run " << id << ": " << more->toolTip().toStdString();
+        EXPECT_EQ(resumeButton->isEnabled(), resumable);
+        EXPECT_EQ(continueButton->isEnabled(), continuable);
+    };
+    expectOffered(interrupted, true, false);
+    expectOffered(cancelled, true, false);
+    expectOffered(succeeded, false, true);
+    expectOffered(failed, false, false);
+    expectOffered(parallel, false, false);
+    // A data-parallel run goes on from a terminal, with as many ranks: the tooltip says how.
+    for (QAction *action : {resume, more}) {
+        EXPECT_TRUE(action->toolTip().contains(QStringLiteral("tunebench launch --nproc 2 -- train --resume %1").arg(parallel)))
+            << action->toolTip().toStdString();
+    }
+    EXPECT_EQ(resumeButton->toolTip(), resume->toolTip());
+    // One run at a time.
+    clickRun(interrupted);
+    clickRun(cancelled, Qt::ControlModifier);
+    ASSERT_EQ(m_page->selectedRunIds().size(), 2);
+    EXPECT_FALSE(resume->isEnabled());
+    EXPECT_TRUE(resume->toolTip().contains(QStringLiteral("Select one"))) << resume->toolTip().toStdString();
+    const QList<QAction *> contextMenu = view()->actions();
+    EXPECT_TRUE(contextMenu.contains(resume));
+    EXPECT_TRUE(contextMenu.contains(more));
+
+    QSignalSpy requests(m_page.get(), &ui::RunsPage::resumeRequested);
+    clickRun(interrupted);
+    QTest::mouseClick(resumeButton, Qt::LeftButton);
+    ASSERT_EQ(requests.count(), 1);
+    EXPECT_EQ(requests.at(0).at(0).toLongLong(), interrupted);
+    EXPECT_EQ(requests.at(0).at(1).toLongLong(), 0) << "Resume goes on to the steps the run was started with";
+
+    // Continue Training... asks for the new total: at least one step more than the run did, twice its
+    // steps at first.
+    clickRun(succeeded);
+    int minimum = -1;
+    int suggested = -1;
+    QTimer::singleShot(0, [&] {
+        auto *dialog = qobject_cast<QInputDialog *>(QApplication::activeModalWidget());
+        ASSERT_NE(dialog, nullptr);
+        EXPECT_EQ(dialog->objectName(), QStringLiteral("continueStepsDialog"));
+        minimum = dialog->intMinimum();
+        suggested = dialog->intValue();
+        dialog->setIntValue(45);
+        dialog->accept();
+    });
+    QTest::mouseClick(continueButton, Qt::LeftButton);
+    EXPECT_EQ(minimum, 31);
+    EXPECT_EQ(suggested, 60);
+    ASSERT_EQ(requests.count(), 2);
+    EXPECT_EQ(requests.at(1).at(0).toLongLong(), succeeded);
+    EXPECT_EQ(requests.at(1).at(1).toLongLong(), 45);
+
+    // Cancelling the question asks for nothing.
+    bool asked = false;
+    QTimer::singleShot(0, [&] {
+        auto *dialog = qobject_cast<QInputDialog *>(QApplication::activeModalWidget());
+        ASSERT_NE(dialog, nullptr);
+        asked = true;
+        dialog->reject();
+    });
+    QTest::mouseClick(continueButton, Qt::LeftButton);
+    EXPECT_TRUE(asked);
+    EXPECT_EQ(requests.count(), 2);
+    EXPECT_TRUE(noDialogOpen());
 }
 
 } // namespace

@@ -13,12 +13,15 @@
 #include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QPointer>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QShortcut>
@@ -32,6 +35,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 namespace ui {
@@ -44,6 +48,9 @@ constexpr int kMaxOverlaidRuns = 16;
 /// While a run is running, read everything again every this many polls even if nothing was committed:
 /// a run whose process died is only found by looking.
 constexpr int kRefreshEveryPolls = 5;
+
+/// The most steps a run may have in all (the trainer refuses more).
+constexpr int kMaxSteps = 100'000'000;
 
 QString firstUpper(QString text)
 {
@@ -93,6 +100,26 @@ QString ranksText(const std::string &configJson)
     const QString launcher = training.value(QStringLiteral("launcher")).toString();
     return launcher.isEmpty() ? RunsPage::tr("%1 (data parallel)").arg(ranks)
                               : RunsPage::tr("%1 (data parallel, %2)").arg(ranks).arg(launcher);
+}
+
+QJsonObject trainingConfig(const std::string &configJson)
+{
+    return QJsonDocument::fromJson(QByteArray::fromStdString(configJson)).object().value(QStringLiteral("training")).toObject();
+}
+
+/// How many data-parallel ranks trained the run (training.world_size; 1 for one process).
+int dataParallelRanks(const std::string &configJson)
+{
+    return trainingConfig(configJson).value(QStringLiteral("world_size")).toInt(1);
+}
+
+/// The steps the run was started with (training.steps), if its config says.
+std::optional<qint64> configuredSteps(const std::string &configJson)
+{
+    const QJsonValue steps = trainingConfig(configJson).value(QStringLiteral("steps"));
+    if (!steps.isDouble())
+        return std::nullopt;
+    return steps.toInteger();
 }
 
 } // namespace
@@ -252,8 +279,9 @@ void RunsPage::createActions()
         action->setShortcut(shortcut);
         // Only while the table has the focus: Delete in the notes deletes text, not runs.
         action->setShortcutContext(Qt::WidgetShortcut);
-        action->setToolTip(QStringLiteral("%1 (%2)").arg(QString(text).remove(QLatin1Char('&')).remove(QStringLiteral("...")),
-                                                          shortcut.toString(QKeySequence::NativeText)));
+        const QString plain = QString(text).remove(QLatin1Char('&')).remove(QStringLiteral("..."));
+        action->setToolTip(shortcut.isEmpty() ? plain
+                                              : QStringLiteral("%1 (%2)").arg(plain, shortcut.toString(QKeySequence::NativeText)));
         connect(action, &QAction::triggered, this, slot);
         m_view->addAction(action);
         return action;
@@ -271,6 +299,9 @@ void RunsPage::createActions()
                               &RunsPage::openRunFolder);
     m_cloneAction = make(tr("&Clone Settings into Train"), QKeySequence(Qt::CTRL | Qt::Key_D), "cloneAction",
                          &RunsPage::cloneSettings);
+    // Their tooltips say why they are refused (updateResumeActions).
+    m_resumeAction = make(tr("Res&ume"), QKeySequence(), "resumeAction", &RunsPage::resumeSelectedRun);
+    m_continueAction = make(tr("Continue Tr&aining..."), QKeySequence(), "continueAction", &RunsPage::continueSelectedRun);
     auto *separator = new QAction(this);
     separator->setSeparator(true);
     m_view->addAction(separator);
@@ -337,6 +368,10 @@ QWidget *RunsPage::createDetailsPanel()
         b->setToolButtonStyle(Qt::ToolButtonTextOnly);
         return b;
     };
+    auto *trainButtons = new QHBoxLayout;
+    trainButtons->addWidget(button(m_resumeAction, "resumeButton"));
+    trainButtons->addWidget(button(m_continueAction, "continueButton"));
+    trainButtons->addStretch(1);
     auto *buttons = new QHBoxLayout;
     buttons->addWidget(button(m_openFolderAction, "openFolderButton"));
     buttons->addWidget(button(m_cloneAction, "cloneButton"));
@@ -351,6 +386,7 @@ QWidget *RunsPage::createDetailsPanel()
     layout->setContentsMargins(6, 0, 0, 0);
     layout->addWidget(m_detailsTitle);
     layout->addWidget(m_detailsFacts);
+    layout->addLayout(trainButtons);
     layout->addLayout(buttons);
     layout->addWidget(new QLabel(tr("Tags"), m_details));
     layout->addWidget(m_tagsEdit);
@@ -533,6 +569,12 @@ int RunsPage::sourceRowOfRun(qint64 runId) const
     return m_model->rowOfRun(runId);
 }
 
+int RunsPage::singleSelectedRow() const
+{
+    const QList<qint64> ids = selectedRunIds();
+    return ids.size() == 1 ? sourceRowOfRun(ids.first()) : -1;
+}
+
 QList<qint64> RunsPage::selectedRunIds() const
 {
     QModelIndexList rows = m_view->selectionModel()->selectedRows();
@@ -575,6 +617,51 @@ void RunsPage::updateActions()
     m_tagsEdit->setReadOnly(!writable);
     m_notesEdit->setReadOnly(!writable);
     m_saveNotesButton->setEnabled(writable && hasCurrent && m_notesEdit->document()->isModified());
+    updateResumeActions();
+}
+
+QString RunsPage::whyNotResume(int row, bool continuing) const
+{
+    if (row < 0)
+        return continuing ? tr("Select one succeeded run to train it further") : tr("Select one interrupted or cancelled run to resume it");
+    if (m_storeState != StoreState::Open)
+        return tr("The run store cannot be read now");
+    if (m_readOnly)
+        return tr("The run store is read-only: the run could not record its further steps");
+    const engine::store::RunRecord &run = m_model->run(row);
+    const int ranks = dataParallelRanks(run.configJson);
+    if (ranks > 1) {
+        return tr("Run %1 was trained by %2 data-parallel ranks: resume it from a terminal with "
+                  "tunebench launch --nproc %2 -- train --resume %1")
+            .arg(run.id)
+            .arg(ranks);
+    }
+    switch (run.status) {
+    case RunStatus::Running: return tr("Run %1 is still running").arg(run.id);
+    case RunStatus::Failed: return tr("Run %1 failed: clone its settings into a new run instead").arg(run.id);
+    case RunStatus::Succeeded:
+        return continuing ? QString() : tr("Run %1 finished all its steps: Continue Training... trains it further").arg(run.id);
+    case RunStatus::Interrupted:
+    case RunStatus::Cancelled:
+        return continuing ? tr("Run %1 did not finish its steps: resume it first").arg(run.id) : QString();
+    }
+    return {};
+}
+
+void RunsPage::updateResumeActions()
+{
+    const int row = singleSelectedRow();
+    const QString name = row >= 0 ? QString::fromStdString(m_model->run(row).name) : QString();
+    const qint64 id = row >= 0 ? m_model->run(row).id : -1;
+    const auto update = [&](QAction *action, const QString &why, const QString &allowed) {
+        action->setEnabled(why.isEmpty());
+        action->setToolTip(why.isEmpty() ? allowed : why);
+        action->setStatusTip(action->toolTip());
+    };
+    update(m_resumeAction, whyNotResume(row, false),
+           tr("Resume run %1 (%2) from its last checkpoint in the Train page").arg(id).arg(name));
+    update(m_continueAction, whyNotResume(row, true),
+           tr("Train run %1 (%2) further, up to a new number of steps, in the Train page").arg(id).arg(name));
 }
 
 void RunsPage::updateDetails()
@@ -859,6 +946,49 @@ void RunsPage::cloneSettings()
     const engine::store::RunRecord &run = m_model->run(row);
     Q_EMIT cloneSettingsRequested(QString::fromStdString(run.configJson));
     Q_EMIT statusMessage(tr("The settings of run %1 (%2) are in the Train page").arg(run.id).arg(QString::fromStdString(run.name)));
+}
+
+void RunsPage::resumeSelectedRun()
+{
+    const int row = singleSelectedRow();
+    if (row < 0 || !whyNotResume(row, false).isEmpty())
+        return;
+    Q_EMIT resumeRequested(m_model->run(row).id, 0);
+}
+
+void RunsPage::continueSelectedRun()
+{
+    const int row = singleSelectedRow();
+    if (row < 0 || !whyNotResume(row, true).isEmpty())
+        return;
+    const engine::store::RunSummary &summary = m_model->summary(row);
+    const qint64 id = summary.run.id;
+    const QString name = QString::fromStdString(summary.run.name);
+    const qint64 lastStep = summary.steps.value_or(0);
+    const qint64 steps = summary.steps ? *summary.steps : configuredSteps(summary.run.configJson).value_or(0);
+    const int minimum = static_cast<int>(std::clamp<qint64>(lastStep + 1, 1, kMaxSteps));
+    const int suggested = static_cast<int>(std::clamp<qint64>(2 * steps, minimum, kMaxSteps));
+
+    // On the heap and watched: the page (and the dialog with it) may go away while it is open.
+    QPointer<QInputDialog> dialog = new QInputDialog(this);
+    dialog->setObjectName(QStringLiteral("continueStepsDialog"));
+    dialog->setWindowTitle(tr("Continue Training"));
+    dialog->setInputMode(QInputDialog::IntInput);
+    dialog->setLabelText(tr("Run %1 (%2) stopped after step %3.\nTrain it up to this many steps in all:")
+                             .arg(id)
+                             .arg(name)
+                             .arg(QLocale().toString(lastStep)));
+    dialog->setIntRange(minimum, kMaxSteps);
+    dialog->setIntValue(suggested);
+    dialog->setIntStep(std::max(1, static_cast<int>(steps / 10)));
+    dialog->setOkButtonText(tr("Continue"));
+    const bool accepted = dialog->exec() == QDialog::Accepted;
+    if (!dialog)
+        return;
+    const qint64 totalSteps = dialog->intValue();
+    delete dialog;
+    if (accepted)
+        Q_EMIT resumeRequested(id, totalSteps);
 }
 
 void RunsPage::updateOverlay(bool reload)

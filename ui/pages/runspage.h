@@ -2,14 +2,16 @@
 // The Runs page: every run of the run store in a sortable, filterable table that follows the store
 // live, a details panel (notes, tags, config) for the current run, the selected runs' curves overlaid
 // under the table, and the actions on runs: rename, notes, tags, delete, open the folder, clone the
-// settings into the Train page.
+// settings into the Train page, resume or continue a run.
 //
 // The page reads and writes the store through a RunsReader (its one connection, on a thread of its
 // own: a locked or slow store never freezes the window) and applies the answers as they come. It polls
 // cheaply (PRAGMA data_version) every second while a run is running, every few seconds otherwise, only
 // while the page is visible. A store it cannot use (newer schema, locked, read-only, not a database) is
 // one message in the page, never a dialog, and nothing is written to it.
-
+//
+// Resume (an interrupted or cancelled run) and Continue Training... (a succeeded run, to a new total of
+// steps) ask for it with resumeRequested; what runs it is the Train page's business.
 
 #include <QDateTime>
 #include <QHash>
@@ -87,6 +89,8 @@ public:
     QAction *deleteAction() const { return m_deleteAction; }
     QAction *openFolderAction() const { return m_openFolderAction; }
     QAction *cloneAction() const { return m_cloneAction; }
+    QAction *resumeAction() const { return m_resumeAction; }
+    QAction *continueAction() const { return m_continueAction; }
 
 public Q_SLOTS:
     /// Reads the runs again (keeping selection and sort). A missing store file is an empty list; a
@@ -102,12 +106,20 @@ public Q_SLOTS:
     void openRunFolder();
     /// Emits cloneSettingsRequested with the current run's config.
     void cloneSettings();
+    /// Emits resumeRequested for the selected run (interrupted or cancelled), to its stored steps.
+    void resumeSelectedRun();
+    /// Asks for a new total of steps (a QInputDialog, objectName "continueStepsDialog") and emits
+    /// resumeRequested for the selected run (succeeded) with it.
+    void continueSelectedRun();
 
 Q_SIGNALS:
     void statusMessage(const QString &text);
     /// The user wants a new run with the settings of this one: the run's config JSON as stored
     /// ({"training": {...}, "model": {...}, "corpus": ..., ...}).
     void cloneSettingsRequested(const QString &configJson);
+    /// The user wants run `runId` to go on training from its last checkpoint, in this process, up to
+    /// `totalSteps` steps in all (0: the steps it was started with).
+    void resumeRequested(qint64 runId, qint64 totalSteps);
 
 protected:
     void showEvent(QShowEvent *event) override;
@@ -128,12 +140,18 @@ private:
     void schedulePoll();
     void updateSummaryLabel();
     void updateActions();
+    /// Why Resume (or, `continuing`, Continue Training...) is refused for the run in `row`; empty if
+    /// it is allowed.
+    QString whyNotResume(int row, bool continuing) const;
+    void updateResumeActions();
     void updateDetails();
     void saveTags();
     void renameRun(qint64 runId, const QString &name);
     /// The current run (the view's current row), or -1.
     qint64 currentRunId() const;
     int sourceRowOfRun(qint64 runId) const;
+    /// The one selected run's row, or -1 when none or several are selected.
+    int singleSelectedRow() const;
     /// Loads the curves of the selected runs if they are not those shown (or `reload`).
     void updateOverlay(bool reload = false);
     void appendLivePoints();
@@ -189,6 +207,8 @@ private:
     QAction *m_deleteAction = nullptr;
     QAction *m_openFolderAction = nullptr;
     QAction *m_cloneAction = nullptr;
+    QAction *m_resumeAction = nullptr;
+    QAction *m_continueAction = nullptr;
 
     QList<qint64> m_overlayAsked; ///< the runs of the last curves load asked for
     QList<qint64> m_overlaid;
