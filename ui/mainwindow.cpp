@@ -298,6 +298,10 @@ void MainWindow::connectPages()
         if (m_trainPage->applyRunConfig(configJson))
             showPage(Page::Train);
     });
+    connect(m_runsPage, &RunsPage::resumeRequested, this, [this](qint64 runId, qint64 totalSteps) {
+        if (m_trainPage->resume(runId, totalSteps))
+            showPage(Page::Train);
+    });
     connect(m_bridge, &bridge::EngineBridge::jobFinished, m_runsPage, &RunsPage::refresh);
     connect(m_bridge, &bridge::EngineBridge::runCreated, m_runsPage, &RunsPage::refresh);
 }

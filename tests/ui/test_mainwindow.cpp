@@ -111,9 +111,16 @@ protected:
 
     QString logText() { return child<QPlainTextEdit>("logView")->toPlainText(); }
 
-    /// The status texts of the Runs page's rows, in the view's order.
+    bool waitForRunsPage()
+    {
+        return QTest::qWaitFor([&] { return !m_window->runsPage()->isWaitingForStore(); }, 10'000);
+    }
+
+    /// The status texts of the Runs page's rows, in the view's order, once the page has what it asked
+    /// the store for (it reads on a thread of its own).
     QStringList runStatuses()
     {
+        EXPECT_TRUE(waitForRunsPage());
         QSortFilterProxyModel *proxy = m_window->runsPage()->proxyModel();
         QStringList statuses;
         for (int row = 0; row < proxy->rowCount(); ++row)
@@ -543,6 +550,7 @@ TEST_F(MainWindowTest, RunsScreenshot)
     m_window->showPage(ui::MainWindow::Page::Runs);
     ui::RunsPage *page = m_window->runsPage();
     QSortFilterProxyModel *proxy = page->proxyModel();
+    ASSERT_TRUE(waitForRunsPage());
     ASSERT_EQ(proxy->rowCount(), 3);
     QList<qint64> ids;
     for (int row = 0; row < proxy->rowCount(); ++row)

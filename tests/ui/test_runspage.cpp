@@ -1,7 +1,11 @@
 // The Runs page driven like a user, over a real run store that the test also writes to from another
 // connection (as a training process would): sorting and filtering, rename, notes, tags, delete, the
 // run folder, cloning settings, overlays, following the store live, and the stores it cannot use
-// (newer schema, locked, read-only), each one message in the page with the file left as it was.
+// (newer schema, locked, read-only), each one message in the page with the file left as it was; a
+// locked store never freezes the window; Resume and Continue Training... for the runs that can go on.
+//
+// The page reads and writes on a thread of its own: after an action, a test waits (waitForStore) for the
+// store's answer before it looks.
 
 #include "engine/store/runfolder.h"
 #include "engine/store/runstore.h"
@@ -23,11 +27,13 @@
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QInputDialog>
 #include <QSortFilterProxyModel>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
+#include <QToolButton>
 #include <QUrl>
 
 #include <gtest/gtest.h>
@@ -80,7 +86,21 @@ protected:
         return id;
     }
 
-    ui::RunsPage &openPage()
+    /// A run that ended with `status` after `steps` steps, written by "another process".
+    int64_t addEndedRun(const std::string &name, RunStatus status, int64_t steps, const std::string &config)
+    {
+        auto store = RunStore::open(storeFile());
+        const int64_t id = store.createRun(name, config, "demo");
+        std::vector<MetricSample> samples;
+        for (int64_t step = 1; step <= steps; ++step)
+            samples.push_back({"train/loss", step, double(step), 3.0 - double(step) / double(steps)});
+        store.appendMetrics(id, samples);
+        store.finishRun(id, status);
+        return id;
+    }
+
+    /// Opens the page on the test's store and, unless told not to, waits until it shows the runs.
+    ui::RunsPage &openPage(bool waitForRuns = true)
     {
         m_page = std::make_unique<ui::RunsPage>(QString());
         m_messages = std::make_unique<QSignalSpy>(m_page.get(), &ui::RunsPage::statusMessage);
@@ -91,7 +111,23 @@ protected:
         m_page->activateWindow();
         EXPECT_TRUE(QTest::qWaitForWindowActive(m_page.get()));
         view()->setFocus();
+        if (waitForRuns) {
+            EXPECT_TRUE(waitForStore());
+        }
         return *m_page;
+    }
+
+    /// Waits until the page has the store's answers to everything it asked so far.
+    bool waitForStore(int timeoutMs = 10'000)
+    {
+        return QTest::qWaitFor([&] { return !m_page->isWaitingForStore(); }, timeoutMs);
+    }
+
+    /// Waits until the delete confirmation was answered, then for the store.
+    void waitForDeleteConfirmation()
+    {
+        ASSERT_TRUE(QTest::qWaitFor([&] { return m_confirmationSeen; }, 10'000)) << "no delete confirmation";
+        ASSERT_TRUE(waitForStore());
     }
 
     QTableView *view() const { return m_page->view(); }
@@ -280,6 +316,7 @@ TEST_F(RunsPageTest, NotesAndTagsAreSavedInTheStore)
     QTest::keyClick(view(), Qt::Key_E, Qt::ControlModifier);
     QTest::keyClicks(notes, QStringLiteral("the good one"));
     clickRun(a);
+    ASSERT_TRUE(waitForStore());
 
     auto store = RunStore::open(storeFile());
     EXPECT_EQ(store.run(a)->notes, "lr too high?");
@@ -293,6 +330,7 @@ TEST_F(RunsPageTest, NotesAndTagsAreSavedInTheStore)
     tags->selectAll();
     QTest::keyClicks(tags, QStringLiteral("ok, ") + QString(70, QLatin1Char('x')));
     QTest::keyClick(tags, Qt::Key_Return);
+    ASSERT_TRUE(waitForStore());
     EXPECT_TRUE(m_page->message().contains(QStringLiteral("at most 64 bytes"))) << m_page->message().toStdString();
     EXPECT_EQ(RunStore::open(storeFile()).run(a)->tags, (std::vector<std::string>{"baseline", "jargon"}));
 }
@@ -306,12 +344,14 @@ TEST_F(RunsPageTest, DeleteAsksThenDeletesOnYesAndKeepsOnNo)
 
     answerDeleteConfirmation(QMessageBox::No);
     pressInTable(Qt::Key_Delete);
+    waitForDeleteConfirmation();
     EXPECT_TRUE(m_confirmationSeen);
     EXPECT_TRUE(RunStore::open(storeFile()).run(drop)) << "deleted although the answer was no";
     EXPECT_EQ(proxy()->rowCount(), 2);
 
     answerDeleteConfirmation(QMessageBox::Yes);
     pressInTable(Qt::Key_Delete);
+    waitForDeleteConfirmation();
     EXPECT_TRUE(m_confirmationSeen);
     auto store = RunStore::open(storeFile());
     EXPECT_FALSE(store.run(drop));
@@ -342,18 +382,21 @@ TEST_F(RunsPageTest, DeleteOffersTheRunFolderOnlyForAFolderTunebenchMadeAndKeeps
     clickRun(kept);
     answerDeleteConfirmation(QMessageBox::Yes);
     pressInTable(Qt::Key_Delete);
+    waitForDeleteConfirmation();
     EXPECT_TRUE(m_confirmationHadFolderBox);
     EXPECT_TRUE(std::filesystem::exists(folderOf("out-kept") / engine::store::kRunMarker));
 
     clickRun(removed);
     answerDeleteConfirmation(QMessageBox::Yes, true);
     pressInTable(Qt::Key_Delete);
+    waitForDeleteConfirmation();
     EXPECT_TRUE(m_confirmationHadFolderBox);
     EXPECT_FALSE(std::filesystem::exists(folderOf("out-removed")));
 
     clickRun(foreign);
     answerDeleteConfirmation(QMessageBox::Yes, true);
     pressInTable(Qt::Key_Delete);
+    waitForDeleteConfirmation();
     EXPECT_TRUE(m_confirmationSeen);
     EXPECT_FALSE(m_confirmationHadFolderBox) << "offered to delete a folder tunebench did not make";
     EXPECT_TRUE(std::filesystem::exists(folderOf("someone-elses")));
@@ -374,12 +417,14 @@ TEST_F(RunsPageTest, OpenRunFolderOpensItAndADeletedFolderIsOneClearMessage)
     clickRun(id);
 
     QTest::keyClick(view(), Qt::Key_O, Qt::ControlModifier | Qt::ShiftModifier);
+    ASSERT_TRUE(waitForStore());
     ASSERT_EQ(opened.size(), 1);
     EXPECT_EQ(opened.first(), QUrl::fromLocalFile(QString::fromStdString(folder.string())));
     EXPECT_TRUE(m_page->message().isEmpty());
 
     std::filesystem::remove_all(folder); // behind the app's back
     QTest::keyClick(view(), Qt::Key_O, Qt::ControlModifier | Qt::ShiftModifier);
+    ASSERT_TRUE(waitForStore());
     EXPECT_EQ(opened.size(), 1);
     EXPECT_TRUE(m_page->message().contains(QStringLiteral("no longer exists"))) << m_page->message().toStdString();
     EXPECT_TRUE(m_page->message().contains(QDir::toNativeSeparators(QString::fromStdString(folder.string()))));
@@ -534,6 +579,9 @@ TEST_F(RunsPageTest, AReadOnlyStoreShowsTheRunsWithOneMessageAndWritesNothing)
         EXPECT_FALSE(m_page->renameAction()->isEnabled());
         EXPECT_FALSE(m_page->deleteAction()->isEnabled());
         EXPECT_TRUE(m_page->cloneAction()->isEnabled());
+        EXPECT_FALSE(m_page->continueAction()->isEnabled()) << "a continued run could not record its steps";
+        EXPECT_TRUE(m_page->continueAction()->toolTip().contains(QStringLiteral("read-only")))
+            << m_page->continueAction()->toolTip().toStdString();
         QTest::keyClick(view(), Qt::Key_F2);
         EXPECT_EQ(qobject_cast<QLineEdit *>(QApplication::focusWidget()), nullptr) << "F2 edits a read-only store";
         EXPECT_TRUE(child<QLineEdit>("tagsEdit")->isReadOnly());
@@ -544,6 +592,139 @@ TEST_F(RunsPageTest, AReadOnlyStoreShowsTheRunsWithOneMessageAndWritesNothing)
     }
     EXPECT_EQ(fileBytes(storeFile()), before);
     std::filesystem::permissions(storeFile(), std::filesystem::perms::owner_write, std::filesystem::perm_options::add);
+}
+
+// Bug: the page read the store on the UI thread, so a store locked by another process froze the window
+// for the busy timeout at every read.
+TEST_F(RunsPageTest, ALockedStoreNeverFreezesTheWindowAndItsRunsShowOnceItIsReleased)
+{
+    const int64_t finished = addRun("finished", 2);
+    // A run whose process died: every read records it as interrupted, a write that waits for the lock
+    // (up to RunsReader::kBusyTimeoutMs, at the opening and again at the listing) while it is held.
+    const int64_t died = addRun("died", 2);
+    RawDb(storeFile()).exec("UPDATE runs SET status = 'running', finished = '', owner_pid = 999999999, owner_start = 1 "
+                            "WHERE id = " + std::to_string(died));
+    auto other = std::make_unique<RawDb>(storeFile()); // another process, in the middle of a write
+    other->exec("BEGIN EXCLUSIVE");
+    other->exec("UPDATE runs SET name = 'renamed under the lock' WHERE id = " + std::to_string(finished));
+
+    int ticks = 0;
+    QTimer ticker;
+    ticker.setInterval(10);
+    QObject::connect(&ticker, &QTimer::timeout, [&] { ++ticks; });
+    ticker.start();
+    openPage(false);
+    // The event loop goes on while the page waits for the store: the timer fires 30 times with the
+    // read still on its way.
+    ASSERT_TRUE(QTest::qWaitFor([&] { return ticks >= 30 || !m_page->isWaitingForStore(); }, 10'000));
+    EXPECT_GE(ticks, 30);
+    EXPECT_TRUE(m_page->isWaitingForStore()) << "the read did not wait for the lock";
+    EXPECT_EQ(proxy()->rowCount(), 0);
+    const int ticksWhileLocked = ticks;
+
+    other->exec("COMMIT");
+    other.reset();
+    const auto nameOf = [&](int64_t id) {
+        const int row = m_page->model()->rowOfRun(id);
+        return row < 0 ? QString() : m_page->model()->index(row, ui::RunsModel::NameColumn).data().toString();
+    };
+    ASSERT_TRUE(QTest::qWaitFor([&] { return nameOf(finished) == QStringLiteral("renamed under the lock"); }, kPollWaitMs))
+        << shown(ui::RunsModel::NameColumn).join(QLatin1Char(',')).toStdString();
+    EXPECT_EQ(proxy()->rowCount(), 2);
+    const int diedRow = m_page->model()->rowOfRun(died);
+    ASSERT_GE(diedRow, 0);
+    EXPECT_EQ(m_page->model()->index(diedRow, ui::RunsModel::StatusColumn).data().toString(), QStringLiteral("Interrupted"));
+    EXPECT_TRUE(m_page->message().isEmpty()) << m_page->message().toStdString();
+    EXPECT_GT(ticks, ticksWhileLocked);
+}
+
+TEST_F(RunsPageTest, ResumeAndContinueTrainingAreOfferedForTheRunsThatCanGoOn)
+{
+    const std::string config = R"({"training": {"method": "lora", "steps": 20}})";
+    const int64_t interrupted = addEndedRun("interrupted", RunStatus::Interrupted, 7, config);
+    const int64_t cancelled = addEndedRun("cancelled", RunStatus::Cancelled, 5, config);
+    const int64_t succeeded = addEndedRun("succeeded", RunStatus::Succeeded, 30, R"({"training": {"method": "lora", "steps": 30}})");
+    const int64_t failed = addEndedRun("failed", RunStatus::Failed, 3, config);
+    const int64_t parallel = addEndedRun("two ranks", RunStatus::Interrupted, 4,
+                                         R"({"training": {"method": "full", "steps": 20, "world_size": 2, "launcher": "torchrun"}})");
+    openPage();
+    QAction *resume = m_page->resumeAction();
+    QAction *more = m_page->continueAction();
+    auto *resumeButton = child<QToolButton>("resumeButton");
+    auto *continueButton = child<QToolButton>("continueButton");
+    ASSERT_NE(resumeButton, nullptr);
+    ASSERT_NE(continueButton, nullptr);
+    EXPECT_FALSE(resume->isEnabled()) << "nothing is selected";
+    EXPECT_FALSE(more->isEnabled());
+
+    const auto expectOffered = [&](int64_t id, bool resumable, bool continuable) {
+        clickRun(id);
+        EXPECT_EQ(resume->isEnabled(), resumable) << "run " << id << ": " << resume->toolTip().toStdString();
+        EXPECT_EQ(more->isEnabled(), continuable) << "run " << id << ": " << more->toolTip().toStdString();
+        EXPECT_EQ(resumeButton->isEnabled(), resumable);
+        EXPECT_EQ(continueButton->isEnabled(), continuable);
+    };
+    expectOffered(interrupted, true, false);
+    expectOffered(cancelled, true, false);
+    expectOffered(succeeded, false, true);
+    expectOffered(failed, false, false);
+    expectOffered(parallel, false, false);
+    // A data-parallel run goes on from a terminal, with as many ranks: the tooltip says how.
+    for (QAction *action : {resume, more}) {
+        EXPECT_TRUE(action->toolTip().contains(QStringLiteral("tunebench launch --nproc 2 -- train --resume %1").arg(parallel)))
+            << action->toolTip().toStdString();
+    }
+    EXPECT_EQ(resumeButton->toolTip(), resume->toolTip());
+    // One run at a time.
+    clickRun(interrupted);
+    clickRun(cancelled, Qt::ControlModifier);
+    ASSERT_EQ(m_page->selectedRunIds().size(), 2);
+    EXPECT_FALSE(resume->isEnabled());
+    EXPECT_TRUE(resume->toolTip().contains(QStringLiteral("Select one"))) << resume->toolTip().toStdString();
+    const QList<QAction *> contextMenu = view()->actions();
+    EXPECT_TRUE(contextMenu.contains(resume));
+    EXPECT_TRUE(contextMenu.contains(more));
+
+    QSignalSpy requests(m_page.get(), &ui::RunsPage::resumeRequested);
+    clickRun(interrupted);
+    QTest::mouseClick(resumeButton, Qt::LeftButton);
+    ASSERT_EQ(requests.count(), 1);
+    EXPECT_EQ(requests.at(0).at(0).toLongLong(), interrupted);
+    EXPECT_EQ(requests.at(0).at(1).toLongLong(), 0) << "Resume goes on to the steps the run was started with";
+
+    // Continue Training... asks for the new total: at least one step more than the run did, twice its
+    // steps at first.
+    clickRun(succeeded);
+    int minimum = -1;
+    int suggested = -1;
+    QTimer::singleShot(0, [&] {
+        auto *dialog = qobject_cast<QInputDialog *>(QApplication::activeModalWidget());
+        ASSERT_NE(dialog, nullptr);
+        EXPECT_EQ(dialog->objectName(), QStringLiteral("continueStepsDialog"));
+        minimum = dialog->intMinimum();
+        suggested = dialog->intValue();
+        dialog->setIntValue(45);
+        dialog->accept();
+    });
+    QTest::mouseClick(continueButton, Qt::LeftButton);
+    EXPECT_EQ(minimum, 31);
+    EXPECT_EQ(suggested, 60);
+    ASSERT_EQ(requests.count(), 2);
+    EXPECT_EQ(requests.at(1).at(0).toLongLong(), succeeded);
+    EXPECT_EQ(requests.at(1).at(1).toLongLong(), 45);
+
+    // Cancelling the question asks for nothing.
+    bool asked = false;
+    QTimer::singleShot(0, [&] {
+        auto *dialog = qobject_cast<QInputDialog *>(QApplication::activeModalWidget());
+        ASSERT_NE(dialog, nullptr);
+        asked = true;
+        dialog->reject();
+    });
+    QTest::mouseClick(continueButton, Qt::LeftButton);
+    EXPECT_TRUE(asked);
+    EXPECT_EQ(requests.count(), 2);
+    EXPECT_TRUE(noDialogOpen());
 }
 
 } // namespace

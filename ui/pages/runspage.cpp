@@ -1,7 +1,9 @@
 #include "ui/pages/runspage.h"
 
+#include "engine/store/runfolder.h"
 #include "engine/store/runstore.h"
 #include "ui/models/runsmodel.h"
+#include "ui/models/runsreader.h"
 
 #include "ui/widgets/metricplots.h"
 
@@ -9,16 +11,17 @@
 #include <QCheckBox>
 #include <QDesktopServices>
 #include <QDir>
-#include <QFileInfo>
 #include <QFontDatabase>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QJsonDocument>
-#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QMessageBox>
 #include <QPlainTextEdit>
+#include <QPointer>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QShortcut>
@@ -32,31 +35,22 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
-#include <exception>
+#include <optional>
 #include <utility>
 
 namespace ui {
 namespace {
 
 using engine::store::RunStatus;
-using engine::store::RunStore;
 
-/// How long a write from the page waits for another process's lock before it says "locked".
-constexpr int kBusyTimeoutMs = 1500;
 /// At most this many runs are overlaid (reading a run's curves takes a moment).
 constexpr int kMaxOverlaidRuns = 16;
 /// While a run is running, read everything again every this many polls even if nothing was committed:
 /// a run whose process died is only found by looking.
 constexpr int kRefreshEveryPolls = 5;
 
-/// Size and modification time: opening a file that failed is tried again only once it changed.
-QString fileStamp(const QString &path)
-{
-    const QFileInfo info(path);
-    if (!info.exists())
-        return {};
-    return QStringLiteral("%1/%2").arg(info.size()).arg(info.lastModified().toMSecsSinceEpoch());
-}
+/// The most steps a run may have in all (the trainer refuses more).
+constexpr int kMaxSteps = 100'000'000;
 
 QString firstUpper(QString text)
 {
@@ -65,17 +59,20 @@ QString firstUpper(QString text)
     return text;
 }
 
-QString errorText(const std::exception &e)
-{
-    return firstUpper(QString::fromStdString(e.what()));
-}
-
 std::vector<std::string> parseTags(const QString &text)
 {
     std::vector<std::string> tags;
     static const QRegularExpression separators(QStringLiteral("[\\s,]+"));
     for (const QString &tag : text.split(separators, Qt::SkipEmptyParts))
         tags.push_back(tag.toStdString());
+    return tags;
+}
+
+/// Tags as the store keeps them: sorted, no duplicates.
+std::vector<std::string> sortedTags(std::vector<std::string> tags)
+{
+    std::sort(tags.begin(), tags.end());
+    tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
     return tags;
 }
 
@@ -94,15 +91,22 @@ QString prettyJson(const std::string &json)
 }
 
 /// "2 (data parallel, torchrun)" for a run trained by several ranks; empty for one process.
-QString ranksText(const std::string &configJson)
+QString ranksText(const engine::store::RunConfig &config)
 {
-    const QJsonObject training = QJsonDocument::fromJson(QByteArray::fromStdString(configJson)).object().value(QStringLiteral("training")).toObject();
-    const int ranks = training.value(QStringLiteral("world_size")).toInt(1);
-    if (ranks <= 1)
+    if (config.worldSize <= 1)
         return {};
-    const QString launcher = training.value(QStringLiteral("launcher")).toString();
-    return launcher.isEmpty() ? RunsPage::tr("%1 (data parallel)").arg(ranks)
-                              : RunsPage::tr("%1 (data parallel, %2)").arg(ranks).arg(launcher);
+    const QString launcher = QString::fromStdString(config.launcher);
+    return launcher.isEmpty() ? RunsPage::tr("%1 (data parallel)").arg(config.worldSize)
+                              : RunsPage::tr("%1 (data parallel, %2)").arg(config.worldSize).arg(launcher);
+}
+
+/// The steps the run was started with (training.steps), if its config says.
+std::optional<qint64> configuredSteps(const engine::store::RunConfig &config)
+{
+    const auto steps = config.training.find("steps");
+    if (steps == config.training.end() || !steps->is_number_integer())
+        return std::nullopt;
+    return steps->get<qint64>();
 }
 
 } // namespace
@@ -113,6 +117,17 @@ RunsPage::RunsPage(const QString &storePath, QWidget *parent)
     m_model = new RunsModel(this);
     m_proxy = new RunsFilterModel(this);
     m_proxy->setSourceModel(m_model);
+    m_reader = new RunsReader(this);
+    m_reader->setStorePath(m_storePath);
+    connect(m_reader, &RunsReader::snapshotRead, this, &RunsPage::applySnapshot);
+    connect(m_reader, &RunsReader::pollUnchanged, this, &RunsPage::applyPollUnchanged);
+    connect(m_reader, &RunsReader::curvesRead, this, &RunsPage::applyCurves);
+    connect(m_reader, &RunsReader::metricsRead, this, &RunsPage::applyMetrics);
+    connect(m_reader, &RunsReader::runFolderFound, this, &RunsPage::applyRunFolder);
+    connect(m_reader, &RunsReader::runFolderLocated, this, &RunsPage::openLocatedFolder);
+    connect(m_reader, &RunsReader::createdFoldersFound, this, &RunsPage::confirmDeletion);
+    connect(m_reader, &RunsReader::runEdited, this, &RunsPage::applyEdit);
+    connect(m_reader, &RunsReader::runsDeleted, this, &RunsPage::applyDeletion);
 
     m_view = new QTableView(this);
     m_view->setObjectName(QStringLiteral("runsTable"));
@@ -209,7 +224,7 @@ RunsPage::RunsPage(const QString &storePath, QWidget *parent)
     m_overlayTimer = new QTimer(this);
     m_overlayTimer->setSingleShot(true);
     m_overlayTimer->setInterval(50);
-    connect(m_overlayTimer, &QTimer::timeout, this, &RunsPage::updateOverlay);
+    connect(m_overlayTimer, &QTimer::timeout, this, [this] { updateOverlay(); });
     connect(m_view->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
         updateDetails();
         updateActions();
@@ -231,6 +246,16 @@ RunsPage::~RunsPage()
     // connection is gone; and it moves the focus, which finishes an edit of the tags (saved above).
     disconnect(m_model, nullptr, this, nullptr);
     disconnect(m_tagsEdit, nullptr, this, nullptr);
+    disconnect(m_view->selectionModel(), nullptr, this, nullptr);
+    // The reader's destructor waits for the writes just sent; their answers are not wanted any more.
+    disconnect(m_reader, nullptr, this, nullptr);
+    delete m_reader;
+    m_reader = nullptr;
+}
+
+bool RunsPage::isWaitingForStore() const
+{
+    return m_reader && m_reader->isBusy();
 }
 
 void RunsPage::createActions()
@@ -241,8 +266,9 @@ void RunsPage::createActions()
         action->setShortcut(shortcut);
         // Only while the table has the focus: Delete in the notes deletes text, not runs.
         action->setShortcutContext(Qt::WidgetShortcut);
-        action->setToolTip(QStringLiteral("%1 (%2)").arg(QString(text).remove(QLatin1Char('&')).remove(QStringLiteral("...")),
-                                                          shortcut.toString(QKeySequence::NativeText)));
+        const QString plain = QString(text).remove(QLatin1Char('&')).remove(QStringLiteral("..."));
+        action->setToolTip(shortcut.isEmpty() ? plain
+                                              : QStringLiteral("%1 (%2)").arg(plain, shortcut.toString(QKeySequence::NativeText)));
         connect(action, &QAction::triggered, this, slot);
         m_view->addAction(action);
         return action;
@@ -260,6 +286,9 @@ void RunsPage::createActions()
                               &RunsPage::openRunFolder);
     m_cloneAction = make(tr("&Clone Settings into Train"), QKeySequence(Qt::CTRL | Qt::Key_D), "cloneAction",
                          &RunsPage::cloneSettings);
+    // Their tooltips say why they are refused (updateResumeActions).
+    m_resumeAction = make(tr("Res&ume"), QKeySequence(), "resumeAction", &RunsPage::resumeSelectedRun);
+    m_continueAction = make(tr("Continue Tr&aining..."), QKeySequence(), "continueAction", &RunsPage::continueSelectedRun);
     auto *separator = new QAction(this);
     separator->setSeparator(true);
     m_view->addAction(separator);
@@ -308,7 +337,7 @@ QWidget *RunsPage::createDetailsPanel()
                                       .arg(QKeySequence(QKeySequence::Save).toString(QKeySequence::NativeText)));
     connect(m_saveNotesButton, &QPushButton::clicked, this, &RunsPage::saveNotes);
     connect(m_notesEdit->document(), &QTextDocument::modificationChanged, m_saveNotesButton, [this](bool modified) {
-        m_saveNotesButton->setEnabled(modified && m_detailsRunId >= 0 && m_store && !m_store->isReadOnly());
+        m_saveNotesButton->setEnabled(modified && m_detailsRunId >= 0 && isWritable());
     });
     auto *saveShortcut = new QShortcut(QKeySequence::Save, m_notesEdit, nullptr, nullptr, Qt::WidgetShortcut);
     connect(saveShortcut, &QShortcut::activated, this, &RunsPage::saveNotes);
@@ -326,6 +355,10 @@ QWidget *RunsPage::createDetailsPanel()
         b->setToolButtonStyle(Qt::ToolButtonTextOnly);
         return b;
     };
+    auto *trainButtons = new QHBoxLayout;
+    trainButtons->addWidget(button(m_resumeAction, "resumeButton"));
+    trainButtons->addWidget(button(m_continueAction, "continueButton"));
+    trainButtons->addStretch(1);
     auto *buttons = new QHBoxLayout;
     buttons->addWidget(button(m_openFolderAction, "openFolderButton"));
     buttons->addWidget(button(m_cloneAction, "cloneButton"));
@@ -340,6 +373,7 @@ QWidget *RunsPage::createDetailsPanel()
     layout->setContentsMargins(6, 0, 0, 0);
     layout->addWidget(m_detailsTitle);
     layout->addWidget(m_detailsFacts);
+    layout->addLayout(trainButtons);
     layout->addLayout(buttons);
     layout->addWidget(new QLabel(tr("Tags"), m_details));
     layout->addWidget(m_tagsEdit);
@@ -357,35 +391,24 @@ QSortFilterProxyModel *RunsPage::proxyModel() const
 
 void RunsPage::setStorePath(const QString &storePath)
 {
-    saveNotes();
+    saveNotes(); // to the store they were typed for: the reader writes in the order asked
     m_storePath = storePath;
-    m_store.reset();
-    m_failedFileStamp.clear();
+    m_reader->setStorePath(storePath);
+    m_storeState = StoreState::None;
+    m_readOnly = false;
     m_notesDrafts.clear();
+    m_notesSaving.clear();
+    m_tagsSaving.clear();
+    m_runFolders.clear();
+    m_runFolderAsked.clear();
+    m_overlayAsked.clear();
+    m_overlaid.clear();
+    m_overlaidLastStep.clear();
+    m_overlaidStatus.clear();
+    m_plots->setRuns({});
     m_model->setSummaries({});
     setMessage({}, true);
     refresh();
-}
-
-bool RunsPage::ensureStore()
-{
-    if (m_store)
-        return true;
-    if (m_storePath.isEmpty() || !QFileInfo::exists(m_storePath))
-        return false;
-    try {
-        engine::store::OpenOptions options;
-        options.busyTimeoutMs = kBusyTimeoutMs;
-        m_store = std::make_unique<RunStore>(RunStore::open(m_storePath.toStdString(), options));
-        m_dataVersion = -1;
-        m_failedFileStamp.clear();
-        m_model->setEditable(!m_store->isReadOnly());
-        return true;
-    } catch (const std::exception &e) {
-        m_failedFileStamp = fileStamp(m_storePath);
-        setMessage(tr("Cannot read the run store: %1").arg(QString::fromStdString(e.what())), true);
-        return false;
-    }
 }
 
 void RunsPage::setMessage(const QString &text, bool fromReading)
@@ -404,58 +427,64 @@ void RunsPage::setMessage(const QString &text, bool fromReading)
         Q_EMIT statusMessage(text);
 }
 
-template <typename Write>
-bool RunsPage::writeToStore(Write &&write)
+void RunsPage::showProblem(const StoreProblem &problem)
 {
-    if (!ensureStore())
-        return false;
-    try {
-        write(*m_store);
-        setMessage({}, false);
-        return true;
-    } catch (const std::exception &e) {
-        setMessage(errorText(e), false);
-        return false;
+    if (problem.isEmpty())
+        return;
+    if (!problem.opening) {
+        setMessage(firstUpper(problem.what), false);
+        return;
     }
+    m_storeState = StoreState::Unreadable;
+    setMessage(tr("Cannot read the run store: %1").arg(problem.what), true);
+    updateActions();
 }
 
 void RunsPage::refresh()
 {
     m_ticksSinceRefresh = 0;
+    m_reader->refresh();
+}
+
+void RunsPage::applySnapshot(const RunsSnapshot &snapshot)
+{
+    m_ticksSinceRefresh = 0;
     const QString shownPath = QDir::toNativeSeparators(m_storePath);
-    if (m_storePath.isEmpty() || !QFileInfo::exists(m_storePath)) {
-        // Opening would create the database; an empty list says the same without writing anything.
-        m_store.reset();
+    switch (snapshot.state) {
+    case RunsSnapshot::State::NoStore:
+        m_storeState = StoreState::None;
+        m_readOnly = false;
         m_model->setSummaries({});
         setMessage({}, true);
         m_summary->setText(tr("No runs yet. Runs are recorded in %1.").arg(shownPath));
-    } else if (ensureStore()) {
-        try {
-            auto summaries = m_store->listRunSummaries();
-            m_dataVersion = m_store->dataVersion();
-            const bool first = m_model->rowCount() == 0;
-            m_model->setSummaries(std::move(summaries));
-            if (first && m_model->rowCount() > 0) {
-                m_view->resizeColumnsToContents();
-                m_view->horizontalHeader()->setStretchLastSection(true);
-            }
-            if (m_store->isReadOnly()) {
-                setMessage(tr("The run store %1 is read-only (check the permissions of the file and of its folder): "
-                              "the runs are shown, but renames, notes, tags and deletions cannot be saved.")
-                               .arg(shownPath),
-                           true);
-            } else {
-                setMessage({}, true);
-            }
-            updateSummaryLabel();
-        } catch (const std::exception &e) {
-            // Keep the rows shown (nothing is lost by a store that cannot be read just now).
-            m_store.reset();
-            m_failedFileStamp = fileStamp(m_storePath);
-            setMessage(tr("Cannot read the run store: %1").arg(QString::fromStdString(e.what())), true);
+        break;
+    case RunsSnapshot::State::Open: {
+        m_storeState = StoreState::Open;
+        m_readOnly = snapshot.readOnly;
+        m_model->setEditable(!snapshot.readOnly);
+        const bool first = m_model->rowCount() == 0;
+        m_model->setSummaries(snapshot.summaries);
+        if (first && m_model->rowCount() > 0) {
+            m_view->resizeColumnsToContents();
+            m_view->horizontalHeader()->setStretchLastSection(true);
         }
-    } else {
-        m_summary->setText(tr("Runs of %1").arg(shownPath));
+        if (snapshot.readOnly) {
+            setMessage(tr("The run store %1 is read-only (check the permissions of the file and of its folder): "
+                          "the runs are shown, but renames, notes, tags and deletions cannot be saved.")
+                           .arg(shownPath),
+                       true);
+        } else {
+            setMessage({}, true);
+        }
+        updateSummaryLabel();
+        break;
+    }
+    case RunsSnapshot::State::Unreadable:
+        // The rows stay shown: nothing is lost by a store that cannot be read just now.
+        showProblem(snapshot.problem);
+        if (m_model->rowCount() == 0)
+            m_summary->setText(tr("Runs of %1").arg(shownPath));
+        break;
     }
     updateDetails();
     updateActions();
@@ -465,31 +494,17 @@ void RunsPage::refresh()
 
 void RunsPage::poll()
 {
-    if (!isVisible())
+    // While a refresh or poll is on its way, its answer schedules the next poll.
+    if (!isVisible() || m_reader->isRefreshing())
         return;
-    if (!m_store) {
-        // Nothing to poll: look again when the file appears or changes.
-        if (!m_storePath.isEmpty() && QFileInfo::exists(m_storePath) && fileStamp(m_storePath) != m_failedFileStamp) {
-            refresh();
-            return;
-        }
-        schedulePoll();
-        return;
-    }
-    try {
-        ++m_ticksSinceRefresh;
-        const bool running = m_model->hasRunningRuns();
-        if (m_store->dataVersion() != m_dataVersion || (running && m_ticksSinceRefresh >= kRefreshEveryPolls)) {
-            refresh();
-            return;
-        }
-        if (running)
-            m_model->setNow(QDateTime::currentDateTimeUtc());
-    } catch (const std::exception &e) {
-        m_store.reset();
-        m_failedFileStamp = fileStamp(m_storePath);
-        setMessage(tr("Cannot read the run store: %1").arg(QString::fromStdString(e.what())), true);
-    }
+    ++m_ticksSinceRefresh;
+    m_reader->poll(m_model->hasRunningRuns() && m_ticksSinceRefresh >= kRefreshEveryPolls);
+}
+
+void RunsPage::applyPollUnchanged()
+{
+    if (m_model->hasRunningRuns())
+        m_model->setNow(QDateTime::currentDateTimeUtc());
     schedulePoll();
 }
 
@@ -541,6 +556,12 @@ int RunsPage::sourceRowOfRun(qint64 runId) const
     return m_model->rowOfRun(runId);
 }
 
+int RunsPage::singleSelectedRow() const
+{
+    const QList<qint64> ids = selectedRunIds();
+    return ids.size() == 1 ? sourceRowOfRun(ids.first()) : -1;
+}
+
 QList<qint64> RunsPage::selectedRunIds() const
 {
     QModelIndexList rows = m_view->selectionModel()->selectedRows();
@@ -572,30 +593,71 @@ void RunsPage::selectRuns(const QList<qint64> &runIds)
 
 void RunsPage::updateActions()
 {
-    const bool writable = m_store && !m_store->isReadOnly();
+    const bool writable = isWritable();
     const bool hasCurrent = currentRunId() >= 0;
     m_renameAction->setEnabled(writable && hasCurrent);
     m_editNotesAction->setEnabled(writable && hasCurrent);
     m_editTagsAction->setEnabled(writable && hasCurrent);
     m_deleteAction->setEnabled(writable && !selectedRunIds().isEmpty());
-    m_openFolderAction->setEnabled(m_store && hasCurrent);
+    m_openFolderAction->setEnabled(m_storeState == StoreState::Open && hasCurrent);
     m_cloneAction->setEnabled(hasCurrent);
     m_tagsEdit->setReadOnly(!writable);
     m_notesEdit->setReadOnly(!writable);
     m_saveNotesButton->setEnabled(writable && hasCurrent && m_notesEdit->document()->isModified());
+    updateResumeActions();
+}
+
+QString RunsPage::whyNotResume(int row, bool continuing) const
+{
+    if (row < 0)
+        return continuing ? tr("Select one succeeded run to train it further") : tr("Select one interrupted or cancelled run to resume it");
+    if (m_storeState != StoreState::Open)
+        return tr("The run store cannot be read now");
+    if (m_readOnly)
+        return tr("The run store is read-only: the run could not record its further steps");
+    const engine::store::RunRecord &run = m_model->run(row);
+    const int ranks = static_cast<int>(engine::store::parseRunConfig(run.configJson).worldSize);
+    if (ranks > 1) {
+        return tr("Run %1 was trained by %2 data-parallel ranks: resume it from a terminal with "
+                  "tunebench launch --nproc %2 -- train --resume %1")
+            .arg(run.id)
+            .arg(ranks);
+    }
+    switch (run.status) {
+    case RunStatus::Running: return tr("Run %1 is still running").arg(run.id);
+    case RunStatus::Failed: return tr("Run %1 failed: clone its settings into a new run instead").arg(run.id);
+    case RunStatus::Succeeded:
+        return continuing ? QString() : tr("Run %1 finished all its steps: Continue Training... trains it further").arg(run.id);
+    case RunStatus::Interrupted:
+    case RunStatus::Cancelled:
+        return continuing ? tr("Run %1 did not finish its steps: resume it first").arg(run.id) : QString();
+    }
+    return {};
+}
+
+void RunsPage::updateResumeActions()
+{
+    const int row = singleSelectedRow();
+    const QString name = row >= 0 ? QString::fromStdString(m_model->run(row).name) : QString();
+    const qint64 id = row >= 0 ? m_model->run(row).id : -1;
+    const auto update = [&](QAction *action, const QString &why, const QString &allowed) {
+        action->setEnabled(why.isEmpty());
+        action->setToolTip(why.isEmpty() ? allowed : why);
+        action->setStatusTip(action->toolTip());
+    };
+    update(m_resumeAction, whyNotResume(row, false),
+           tr("Resume run %1 (%2) from its last checkpoint in the Train page").arg(id).arg(name));
+    update(m_continueAction, whyNotResume(row, true),
+           tr("Train run %1 (%2) further, up to a new number of steps, in the Train page").arg(id).arg(name));
 }
 
 void RunsPage::updateDetails()
 {
     const qint64 id = currentRunId();
-    if (id != m_detailsRunId) {
-        // The notes typed for the previous run go to that run (or, if the store refuses them, stay
-        // as a draft that comes back with the run).
-        if (m_detailsRunId >= 0 && m_notesEdit->document()->isModified()) {
-            m_notesDrafts[m_detailsRunId] = m_notesEdit->toPlainText();
-            saveNotes();
-        }
-    }
+    // The notes typed for the previous run go to that run (or, if the store refuses them, stay as a
+    // draft that comes back with the run).
+    if (id != m_detailsRunId)
+        saveNotes();
     const bool sameRun = id == m_detailsRunId;
     m_detailsRunId = id;
     const int row = id >= 0 ? sourceRowOfRun(id) : -1;
@@ -619,12 +681,11 @@ void RunsPage::updateDetails()
         return m_model->index(row, column).data(Qt::DisplayRole).toString().toHtmlEscaped();
     };
     QString folder;
-    if (m_store) {
-        try {
-            folder = QDir::toNativeSeparators(QString::fromStdString(m_store->runFolder(id).string()));
-        } catch (const std::exception &) {
-            // The folder is a detail; the message line belongs to the store's real problems.
-        }
+    if (const auto known = m_runFolders.constFind(id); known != m_runFolders.constEnd()) {
+        folder = QDir::toNativeSeparators(*known);
+    } else if (m_storeState == StoreState::Open && !m_runFolderAsked.contains(id)) {
+        m_runFolderAsked.insert(id);
+        m_reader->findRunFolder(id); // shown when it comes
     }
     QStringList facts;
     const auto fact = [&](const QString &name, const QString &value) {
@@ -640,20 +701,38 @@ void RunsPage::updateDetails()
     fact(tr("Created"), cell(RunsModel::CreatedColumn));
     fact(tr("Finished"), QString::fromStdString(run.finished).toHtmlEscaped());
     fact(tr("Duration"), cell(RunsModel::DurationColumn));
-    fact(tr("Ranks"), ranksText(run.configJson).toHtmlEscaped());
+    fact(tr("Ranks"), ranksText(engine::store::parseRunConfig(run.configJson)).toHtmlEscaped());
     fact(tr("Folder"), folder.toHtmlEscaped());
     m_detailsFacts->setText(QStringLiteral("<table>%1</table>").arg(facts.join(QString())));
 
     if (!sameRun || !m_tagsEdit->hasFocus())
         m_tagsEdit->setText(tagsText(run));
     if (!sameRun || !m_notesEdit->document()->isModified()) {
+        // A draft the store refused comes back as an unsaved edit; notes on their way to the store
+        // show as they will be.
         const auto draft = m_notesDrafts.constFind(id);
-        m_notesEdit->setPlainText(draft != m_notesDrafts.constEnd() ? *draft : QString::fromStdString(run.notes));
-        m_notesEdit->document()->setModified(draft != m_notesDrafts.constEnd());
+        const auto saving = m_notesSaving.constFind(id);
+        const bool hasDraft = draft != m_notesDrafts.constEnd();
+        const QString notes = hasDraft ? *draft
+                              : saving != m_notesSaving.constEnd() ? *saving
+                                                                   : QString::fromStdString(run.notes);
+        if (!sameRun || m_notesEdit->toPlainText() != notes)
+            m_notesEdit->setPlainText(notes);
+        m_notesEdit->document()->setModified(hasDraft);
     }
     const QString config = prettyJson(run.configJson);
     if (m_configView->toPlainText() != config)
         m_configView->setPlainText(config);
+}
+
+void RunsPage::applyRunFolder(qint64 runId, const QString &folder)
+{
+    m_runFolderAsked.remove(runId);
+    if (folder.isEmpty())
+        return;
+    m_runFolders.insert(runId, folder);
+    if (runId == m_detailsRunId)
+        updateDetails();
 }
 
 void RunsPage::renameCurrentRun()
@@ -670,15 +749,7 @@ void RunsPage::renameCurrentRun()
 
 void RunsPage::renameRun(qint64 runId, const QString &name)
 {
-    std::optional<engine::store::RunRecord> record;
-    if (writeToStore([&](RunStore &store) {
-            store.renameRun(runId, name.toStdString());
-            record = store.run(runId);
-        }) &&
-        record) {
-        m_model->updateRecord(*record);
-        updateDetails();
-    }
+    m_reader->renameRun(runId, name); // the table shows the new name once the store has it
 }
 
 void RunsPage::saveNotes()
@@ -687,18 +758,10 @@ void RunsPage::saveNotes()
     if (id < 0 || !m_notesEdit->document()->isModified())
         return;
     const QString notes = m_notesEdit->toPlainText();
-    std::optional<engine::store::RunRecord> record;
-    if (writeToStore([&](RunStore &store) {
-            store.setNotes(id, notes.toStdString());
-            record = store.run(id);
-        })) {
-        m_notesDrafts.remove(id);
-        m_notesEdit->document()->setModified(false);
-        if (record)
-            m_model->updateRecord(*record);
-    } else {
-        m_notesDrafts[id] = notes; // kept, not lost: shown again with the run, saved at the next try
-    }
+    m_notesDrafts.remove(id);
+    m_notesSaving.insert(id, notes); // a draft again if the store refuses them
+    m_notesEdit->document()->setModified(false);
+    m_reader->setNotes(id, notes);
 }
 
 void RunsPage::saveTags()
@@ -708,106 +771,153 @@ void RunsPage::saveTags()
     if (row < 0 || m_tagsEdit->isReadOnly())
         return;
     const std::vector<std::string> tags = parseTags(m_tagsEdit->text());
-    std::vector<std::string> sorted = tags;
-    std::sort(sorted.begin(), sorted.end());
-    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-    if (sorted == m_model->run(row).tags)
+    const std::vector<std::string> sorted = sortedTags(tags);
+    const auto saving = m_tagsSaving.constFind(id);
+    if (sorted == (saving != m_tagsSaving.constEnd() ? *saving : m_model->run(row).tags))
         return;
-    std::optional<engine::store::RunRecord> record;
-    if (writeToStore([&](RunStore &store) {
-            store.setTags(id, tags);
-            record = store.run(id);
-        }) &&
-        record) {
-        m_model->updateRecord(*record);
-        m_tagsEdit->setText(tagsText(*record));
+    m_tagsSaving.insert(id, sorted);
+    m_reader->setTags(id, tags);
+}
+
+void RunsPage::applyEdit(const RunEdit &edit)
+{
+    const qint64 id = edit.runId;
+    switch (edit.kind) {
+    case RunEdit::Kind::Rename:
+        break;
+    case RunEdit::Kind::Notes:
+        if (const auto saving = m_notesSaving.constFind(id); saving != m_notesSaving.constEnd() && *saving == edit.text)
+            m_notesSaving.remove(id);
+        if (!edit.done && !m_notesDrafts.contains(id))
+            m_notesDrafts.insert(id, edit.text); // kept, not lost: shown again with the run, saved at the next try
+        break;
+    case RunEdit::Kind::Tags: {
+        const std::vector<std::string> sorted = sortedTags(edit.tags);
+        if (const auto saving = m_tagsSaving.constFind(id); saving != m_tagsSaving.constEnd() && *saving == sorted)
+            m_tagsSaving.remove(id);
+        // What was typed and sent reads as the store keeps it (unless typing went on meanwhile).
+        if (edit.done && edit.record && id == m_detailsRunId && sortedTags(parseTags(m_tagsEdit->text())) == sorted)
+            m_tagsEdit->setText(tagsText(*edit.record));
+        break;
     }
+    }
+    if (edit.done) {
+        setMessage({}, false);
+        if (edit.record)
+            m_model->updateRecord(*edit.record);
+    } else {
+        showProblem(edit.problem);
+    }
+    updateDetails();
 }
 
 void RunsPage::deleteSelectedRuns()
 {
     const QList<qint64> ids = selectedRunIds();
-    if (ids.isEmpty() || !ensureStore() || m_store->isReadOnly())
+    if (ids.isEmpty() || !isWritable())
         return;
-    QStringList names;
-    QStringList folders;
     for (qint64 id : ids) {
         const int row = sourceRowOfRun(id);
-        if (row < 0)
-            continue;
-        const engine::store::RunRecord &run = m_model->run(row);
-        if (run.status == RunStatus::Running) {
-            setMessage(tr("Run %1 (%2) is still running: stop it before deleting it.").arg(id).arg(QString::fromStdString(run.name)),
+        if (row >= 0 && m_model->run(row).status == RunStatus::Running) {
+            setMessage(tr("Run %1 (%2) is still running: stop it before deleting it.").arg(id).arg(QString::fromStdString(m_model->run(row).name)),
                        false);
             return;
         }
-        names << QStringLiteral("%1 (#%2)").arg(QString::fromStdString(run.name)).arg(id);
-        try {
-            if (const auto folder = m_store->createdRunFolder(id))
-                folders << QDir::toNativeSeparators(QString::fromStdString(folder->string()));
-        } catch (const std::exception &) {
-            // No folder offered: the run itself can still be deleted.
-        }
     }
+    m_reader->findCreatedFolders(ids); // -> confirmDeletion, which asks
+}
 
-    QMessageBox box(QMessageBox::Warning, tr("Delete Runs"), {}, QMessageBox::Yes | QMessageBox::No, this);
-    box.setObjectName(QStringLiteral("deleteConfirmation"));
-    box.setText(ids.size() == 1 ? tr("Delete the run %1?").arg(names.value(0)) : tr("Delete %1 runs?").arg(ids.size()));
-    box.setInformativeText(tr("Their metrics, events, notes and tags are removed from the run store; this cannot be "
-                              "undone. Files on disk are kept unless you also delete the run folder."));
+void RunsPage::confirmDeletion(const CreatedFolders &found)
+{
+    if (!found.done) {
+        showProblem(found.problem);
+        return;
+    }
+    QList<qint64> ids;
+    QStringList names;
+    for (qint64 id : found.runIds) {
+        const int row = sourceRowOfRun(id);
+        if (row < 0)
+            continue; // deleted meanwhile
+        ids << id;
+        names << QStringLiteral("%1 (#%2)").arg(QString::fromStdString(m_model->run(row).name)).arg(id);
+    }
+    if (ids.isEmpty())
+        return;
+    QStringList folders;
+    for (const QString &folder : found.folders)
+        folders << QDir::toNativeSeparators(folder);
+
+    auto *box = new QMessageBox(QMessageBox::Warning, tr("Delete Runs"), {}, QMessageBox::Yes | QMessageBox::No, this);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->setObjectName(QStringLiteral("deleteConfirmation"));
+    box->setText(ids.size() == 1 ? tr("Delete the run %1?").arg(names.value(0)) : tr("Delete %1 runs?").arg(ids.size()));
+    box->setInformativeText(tr("Their metrics, events, notes and tags are removed from the run store; this cannot be "
+                               "undone. Files on disk are kept unless you also delete the run folder."));
     if (ids.size() > 1)
-        box.setDetailedText(names.join(QLatin1Char('\n')));
-    box.button(QMessageBox::Yes)->setText(tr("Delete"));
-    box.setDefaultButton(QMessageBox::No);
+        box->setDetailedText(names.join(QLatin1Char('\n')));
+    box->button(QMessageBox::Yes)->setText(tr("Delete"));
+    box->setDefaultButton(QMessageBox::No);
     QCheckBox *deleteFolders = nullptr;
     if (!folders.isEmpty()) {
         deleteFolders = new QCheckBox(folders.size() == 1 ? tr("Also delete the run folder %1").arg(folders.first())
                                                           : tr("Also delete the %1 run folders tunebench created")
                                                                 .arg(folders.size()),
-                                      &box);
+                                      box);
         deleteFolders->setObjectName(QStringLiteral("deleteFolderCheck"));
         deleteFolders->setToolTip(folders.join(QLatin1Char('\n')));
-        box.setCheckBox(deleteFolders);
+        box->setCheckBox(deleteFolders);
     }
-    if (box.exec() != QMessageBox::Yes)
-        return;
-    const auto folderAction = deleteFolders && deleteFolders->isChecked() ? engine::store::RunFolderAction::Delete
-                                                                          : engine::store::RunFolderAction::Keep;
-    int deleted = 0;
-    for (qint64 id : ids) {
-        if (!writeToStore([&](RunStore &store) { store.deleteRun(id, folderAction); }))
-            break;
+    connect(box, &QMessageBox::finished, this, [this, box, ids, deleteFolders] {
+        if (box->clickedButton() != box->button(QMessageBox::Yes))
+            return;
+        const auto folderAction = deleteFolders && deleteFolders->isChecked() ? engine::store::RunFolderAction::Delete
+                                                                              : engine::store::RunFolderAction::Keep;
+        m_reader->deleteRuns(ids, folderAction); // -> applyDeletion
+    });
+    box->open();
+}
+
+void RunsPage::applyDeletion(const RunsDeleted &result)
+{
+    for (qint64 id : result.deleted) {
         m_notesDrafts.remove(id);
-        ++deleted;
+        m_notesSaving.remove(id);
+        m_tagsSaving.remove(id);
+        m_runFolders.remove(id);
     }
+    const auto deleted = result.deleted.size();
     if (deleted > 0)
         Q_EMIT statusMessage(deleted == 1 ? tr("Deleted 1 run") : tr("Deleted %1 runs").arg(deleted));
-    const QString failure = m_message;
+    if (!result.problem.isEmpty())
+        showProblem(result.problem);
+    else if (deleted > 0)
+        setMessage({}, false);
     refresh();
-    if (!failure.isEmpty() && m_message.isEmpty())
-        setMessage(failure, false);
 }
 
 void RunsPage::openRunFolder()
 {
     const qint64 id = currentRunId();
-    if (id < 0 || !ensureStore())
-        return;
-    QString path;
-    try {
-        const auto created = m_store->createdRunFolder(id);
-        path = QString::fromStdString((created ? *created : m_store->runFolder(id)).string());
-    } catch (const std::exception &e) {
-        setMessage(errorText(e), false);
+    if (id >= 0)
+        m_reader->locateRunFolder(id); // -> openLocatedFolder
+}
+
+void RunsPage::openLocatedFolder(const RunFolderLocation &location)
+{
+    if (!location.done) {
+        showProblem(location.problem);
         return;
     }
-    const QString shown = QDir::toNativeSeparators(path);
-    if (path.isEmpty() || !QFileInfo(path).isDir()) {
-        setMessage(tr("The folder of run %1 no longer exists: %2 was deleted or moved outside tunebench.").arg(id).arg(shown),
+    const QString shown = QDir::toNativeSeparators(location.path);
+    if (!location.exists) {
+        setMessage(tr("The folder of run %1 no longer exists: %2 was deleted or moved outside tunebench.")
+                       .arg(location.runId)
+                       .arg(shown),
                    false);
         return;
     }
-    if (!m_openUrl(QUrl::fromLocalFile(path))) {
+    if (!m_openUrl(QUrl::fromLocalFile(location.path))) {
         setMessage(tr("Could not open %1: no file manager answered.").arg(shown), false);
         return;
     }
@@ -825,53 +935,101 @@ void RunsPage::cloneSettings()
     Q_EMIT statusMessage(tr("The settings of run %1 (%2) are in the Train page").arg(run.id).arg(QString::fromStdString(run.name)));
 }
 
-void RunsPage::updateOverlay()
+void RunsPage::resumeSelectedRun()
+{
+    const int row = singleSelectedRow();
+    if (row < 0 || !whyNotResume(row, false).isEmpty())
+        return;
+    Q_EMIT resumeRequested(m_model->run(row).id, 0);
+}
+
+void RunsPage::continueSelectedRun()
+{
+    const int row = singleSelectedRow();
+    if (row < 0 || !whyNotResume(row, true).isEmpty())
+        return;
+    const engine::store::RunSummary &summary = m_model->summary(row);
+    const qint64 id = summary.run.id;
+    const QString name = QString::fromStdString(summary.run.name);
+    const qint64 lastStep = summary.steps.value_or(0);
+    const qint64 steps = summary.steps ? *summary.steps : configuredSteps(engine::store::parseRunConfig(summary.run.configJson)).value_or(0);
+    const int minimum = static_cast<int>(std::clamp<qint64>(lastStep + 1, 1, kMaxSteps));
+    const int suggested = static_cast<int>(std::clamp<qint64>(2 * steps, minimum, kMaxSteps));
+
+    // On the heap and watched: the page (and the dialog with it) may go away while it is open.
+    QPointer<QInputDialog> dialog = new QInputDialog(this);
+    dialog->setObjectName(QStringLiteral("continueStepsDialog"));
+    dialog->setWindowTitle(tr("Continue Training"));
+    dialog->setInputMode(QInputDialog::IntInput);
+    dialog->setLabelText(tr("Run %1 (%2) stopped after step %3.\nTrain it up to this many steps in all:")
+                             .arg(id)
+                             .arg(name)
+                             .arg(QLocale().toString(lastStep)));
+    dialog->setIntRange(minimum, kMaxSteps);
+    dialog->setIntValue(suggested);
+    dialog->setIntStep(std::max(1, static_cast<int>(steps / 10)));
+    dialog->setOkButtonText(tr("Continue"));
+    const bool accepted = dialog->exec() == QDialog::Accepted;
+    if (!dialog)
+        return;
+    const qint64 totalSteps = dialog->intValue();
+    delete dialog;
+    if (accepted)
+        Q_EMIT resumeRequested(id, totalSteps);
+}
+
+void RunsPage::updateOverlay(bool reload)
 {
     QList<qint64> ids = selectedRunIds();
     if (ids.size() > kMaxOverlaidRuns) {
         Q_EMIT statusMessage(tr("Showing the curves of the first %1 of %2 selected runs").arg(kMaxOverlaidRuns).arg(ids.size()));
         ids = ids.mid(0, kMaxOverlaidRuns);
     }
-    if (ids == m_overlaid)
+    if (ids == m_overlayAsked && !reload)
         return;
+    m_overlayAsked = ids;
+    QList<qint64> shown; // a run the table no longer shows has nothing to draw
+    for (qint64 id : std::as_const(ids)) {
+        if (sourceRowOfRun(id) >= 0)
+            shown << id;
+    }
+    m_reader->loadCurves(shown); // -> applyCurves
+}
+
+void RunsPage::applyCurves(const CurvesRead &read)
+{
     m_overlaid.clear();
     m_overlaidLastStep.clear();
     m_overlaidStatus.clear();
     QList<RunCurves> curves;
-    if (!ids.isEmpty() && ensureStore()) {
-        try {
-            // The cursor first: what is written while the curves are read comes again and is skipped.
-            m_metricsCursor = m_store->metricsCursor();
-            for (qint64 id : ids) {
-                const int row = sourceRowOfRun(id);
-                if (row < 0)
-                    continue;
-                const engine::store::RunRecord &run = m_model->run(row);
-                RunCurves runCurves;
-                runCurves.runId = id;
-                runCurves.label = QStringLiteral("#%1 %2").arg(id).arg(QString::fromStdString(run.name));
-                runCurves.started = QDateTime::fromString(QString::fromStdString(run.created), Qt::ISODate);
-                auto &lastSteps = m_overlaidLastStep[id];
-                for (const std::string &key : m_store->metricKeys(id)) {
-                    auto points = m_store->metric(id, key);
-                    if (!points.empty())
-                        lastSteps[key] = points.back().step;
-                    runCurves.metrics.emplace(key, std::move(points));
-                }
-                m_overlaidStatus[id] = run.status == RunStatus::Running;
-                curves << std::move(runCurves);
-                m_overlaid << id;
-            }
-        } catch (const std::exception &e) {
-            setMessage(errorText(e), false);
+    for (const CurvesRead::Run &run : read.runs) {
+        const int row = sourceRowOfRun(run.runId);
+        if (row < 0)
+            continue; // deleted meanwhile
+        const engine::store::RunRecord &record = m_model->run(row);
+        RunCurves runCurves;
+        runCurves.runId = run.runId;
+        runCurves.label = QStringLiteral("#%1 %2").arg(run.runId).arg(QString::fromStdString(record.name));
+        runCurves.started = QDateTime::fromString(QString::fromStdString(record.created), Qt::ISODate);
+        runCurves.metrics = run.metrics;
+        auto &lastSteps = m_overlaidLastStep[run.runId];
+        for (const auto &[key, points] : run.metrics) {
+            if (!points.empty())
+                lastSteps[key] = points.back().step;
         }
+        m_overlaidStatus[run.runId] = record.status == RunStatus::Running;
+        curves << std::move(runCurves);
+        m_overlaid << run.runId;
     }
+    m_metricsCursor = read.cursor;
+    showProblem(read.problem);
     m_plots->setRuns(curves);
 }
 
 void RunsPage::appendLivePoints()
 {
-    if (m_overlaid.isEmpty() || !m_store)
+    // Curves on their way come with their own cursor.
+    if (m_overlaid.isEmpty() || m_storeState != StoreState::Open || m_reader->isLoadingCurves())
         return;
     bool reload = false;
     bool anyRunning = false;
@@ -889,29 +1047,33 @@ void RunsPage::appendLivePoints()
         m_overlaidStatus[id] = running;
     }
     if (reload) {
-        m_overlaid.clear();
-        updateOverlay();
+        updateOverlay(true);
         return;
     }
-    if (!anyRunning)
+    if (anyRunning && !m_reader->isReadingMetrics())
+        m_reader->readMetricsSince(m_metricsCursor); // -> applyMetrics
+}
+
+void RunsPage::applyMetrics(const MetricsRead &read)
+{
+    if (!read.problem.isEmpty()) {
+        showProblem(read.problem);
         return;
-    try {
-        std::map<std::pair<qint64, std::string>, std::vector<engine::store::MetricPoint>> added;
-        for (const auto &row : m_store->metricsSince(m_metricsCursor)) {
-            const auto lastSteps = m_overlaidLastStep.find(row.run);
-            if (lastSteps == m_overlaidLastStep.end())
-                continue;
-            const auto last = lastSteps->find(row.sample.key);
-            if (last != lastSteps->end() && row.sample.step <= last->second)
-                continue; // already drawn (read with the curves) or rewritten in place
-            (*lastSteps)[row.sample.key] = row.sample.step;
-            added[{row.run, row.sample.key}].push_back({row.sample.step, row.sample.wallTime, row.sample.value});
-        }
-        for (const auto &[where, points] : added)
-            m_plots->appendPoints(where.first, where.second, points);
-    } catch (const std::exception &e) {
-        setMessage(errorText(e), false);
     }
+    m_metricsCursor = read.cursor;
+    std::map<std::pair<qint64, std::string>, std::vector<engine::store::MetricPoint>> added;
+    for (const auto &row : read.rows) {
+        const auto lastSteps = m_overlaidLastStep.find(row.run);
+        if (lastSteps == m_overlaidLastStep.end())
+            continue;
+        const auto last = lastSteps->find(row.sample.key);
+        if (last != lastSteps->end() && row.sample.step <= last->second)
+            continue; // already drawn (read with the curves) or rewritten in place
+        (*lastSteps)[row.sample.key] = row.sample.step;
+        added[{row.run, row.sample.key}].push_back({row.sample.step, row.sample.wallTime, row.sample.value});
+    }
+    for (const auto &[where, points] : added)
+        m_plots->appendPoints(where.first, where.second, points);
 }
 
 } // namespace ui
