@@ -150,15 +150,15 @@ TEST_F(TrainCliTest, CtrlCOrKillThenResumeGivesTheUninterruptedCurveBitForBit)
         EXPECT_EQ(entry.path().filename().string().find(".partial"), std::string::npos) << entry.path();
 
     // A flag that would change the training is refused by name: the batch, the method, the model.
-    const std::string stopped = (dir() / "stopped").string();
-    const ProcessResult other = run({"train", "--resume", stopped, "--steps", "2010", "--batch-size", "4"}, "other");
+    const std::string stoppedRun = (dir() / "stopped").string();
+    const ProcessResult other = run({"train", "--resume", stoppedRun, "--steps", "2010", "--batch-size", "4"}, "other");
     EXPECT_EQ(other.exitCode, 1);
     EXPECT_NE(other.err.find("--batch-size cannot change when resuming run " + std::to_string(runOf("stopped")) + " (it has 2)"),
               std::string::npos) << other.err;
-    const ProcessResult method = run({"train", "--resume", stopped, "--method", "lora"}, "method");
+    const ProcessResult method = run({"train", "--resume", stoppedRun, "--method", "lora"}, "method");
     EXPECT_EQ(method.exitCode, 1);
     EXPECT_NE(method.err.find("--method cannot change when resuming"), std::string::npos) << method.err;
-    const ProcessResult model = run({"train", "--resume", stopped, "--model", (dir() / "corpus.txt").string()}, "model");
+    const ProcessResult model = run({"train", "--resume", stoppedRun, "--model", (dir() / "corpus.txt").string()}, "model");
     EXPECT_EQ(model.exitCode, 1);
     EXPECT_NE(model.err.find("--model cannot change when resuming"), std::string::npos) << model.err;
     // The same flags as the first run (as a script repeats them) are fine; a finished run has nothing

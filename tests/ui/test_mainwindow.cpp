@@ -4,6 +4,7 @@
 #include "bridge/steprate.h"
 #include "engine/core/format.h"
 #include "engine/core/systeminfo.h"
+#include "engine/store/runstore.h"
 #include "engine/train/trainer.h"
 #include "ui/mainwindow.h"
 #include "ui/models/runsmodel.h"
@@ -25,6 +26,7 @@
 #include <QUrl>
 #include <QDoubleSpinBox>
 #include <QFile>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
@@ -266,6 +268,78 @@ TEST_F(MainWindowTest, AFinishedRunShowsOnTheRunsPage)
               proxy->index(1, 0).data(ui::RunsModel::RawValueRole).toLongLong());
     click("refreshButton");
     EXPECT_EQ(proxy->rowCount(), 2);
+}
+
+// A run stopped from the Train page resumes from the Runs page's Resume button with its stored
+// settings, on the engine thread like a new run, and trains to the same curve it would have without
+// the stop (bit for bit, as `tunebench train --resume` does); then Continue Training… takes it further.
+TEST_F(MainWindowTest, AStoppedRunResumesFromTheRunsPageAndContinues)
+{
+    // The uninterrupted curve first, as a reference.
+    setSmallSettings(40);
+    child<QSpinBox>("threads")->setValue(1);
+    click("startButton");
+    ASSERT_TRUE(waitForIdle());
+    ASSERT_EQ(m_window->trainPage()->stateText(), QStringLiteral("Succeeded")) << logText().toStdString();
+    const QString store = m_storeDir.filePath(QStringLiteral("runs.sqlite3"));
+    std::vector<engine::store::MetricPoint> expected;
+    {
+        auto reader = engine::store::RunStore::open(store.toStdString());
+        expected = reader.metric(reader.listRuns().front().id, "train/loss");
+    }
+    ASSERT_EQ(expected.size(), 40u);
+
+    // The same run again, stopped part way.
+    click("startButton");
+    ui::TrainPage *page = m_window->trainPage();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return page->plottedSteps() >= 5 || !m_window->bridge()->isBusy(); }, kJobTimeoutMs));
+    click("stopButton");
+    ASSERT_TRUE(waitForIdle(60'000));
+    ASSERT_EQ(page->stateText(), QStringLiteral("Cancelled")) << logText().toStdString();
+
+    // Change the form: a resume trains with the run's stored settings, not the form's.
+    child<QSpinBox>("batch_size")->setValue(3);
+    m_window->showPage(ui::MainWindow::Page::Runs);
+    const QStringList statuses = runStatuses();
+    ASSERT_EQ(statuses.size(), 2);
+    const int row = static_cast<int>(statuses.indexOf(QStringLiteral("Cancelled")));
+    ASSERT_GE(row, 0) << statuses.join(QLatin1Char(',')).toStdString();
+    QSortFilterProxyModel *proxy = m_window->runsPage()->proxyModel();
+    const qint64 stopped = proxy->index(row, ui::RunsModel::IdColumn).data(ui::RunsModel::RawValueRole).toLongLong();
+    m_window->runsPage()->selectRuns({stopped});
+    ASSERT_TRUE(QTest::qWaitFor([&] { return m_window->runsPage()->resumeAction()->isEnabled(); }, 10'000))
+        << m_window->runsPage()->resumeAction()->toolTip().toStdString();
+    click("resumeButton");
+    EXPECT_EQ(m_window->currentPage(), ui::MainWindow::Page::Train);
+    ASSERT_TRUE(waitForIdle());
+    EXPECT_EQ(page->stateText(), QStringLiteral("Succeeded")) << logText().toStdString();
+    EXPECT_EQ(child<QSpinBox>("batch_size")->value(), 2) << "the form shows what the resumed run trained with";
+    {
+        auto reader = engine::store::RunStore::open(store.toStdString());
+        const auto resumed = reader.metric(stopped, "train/loss");
+        ASSERT_EQ(resumed.size(), expected.size());
+        for (size_t i = 0; i < expected.size(); ++i)
+            EXPECT_EQ(resumed[i].value, expected[i].value) << "step " << expected[i].step;
+        EXPECT_EQ(reader.run(stopped)->status, engine::store::RunStatus::Succeeded);
+    }
+
+    // Continue Training… asks for the new total and trains on to it.
+    m_window->showPage(ui::MainWindow::Page::Runs);
+    ASSERT_TRUE(waitForRunsPage());
+    m_window->runsPage()->selectRuns({stopped});
+    ASSERT_TRUE(QTest::qWaitFor([&] { return m_window->runsPage()->continueAction()->isEnabled(); }, 10'000))
+        << m_window->runsPage()->continueAction()->toolTip().toStdString();
+    QTimer::singleShot(0, [] {
+        auto *dialog = qobject_cast<QInputDialog *>(QApplication::activeModalWidget());
+        ASSERT_NE(dialog, nullptr);
+        dialog->setIntValue(50);
+        dialog->accept();
+    });
+    click("continueButton");
+    ASSERT_TRUE(waitForIdle());
+    EXPECT_EQ(page->stateText(), QStringLiteral("Succeeded")) << logText().toStdString();
+    auto reader = engine::store::RunStore::open(store.toStdString());
+    EXPECT_EQ(reader.metric(stopped, "train/loss").size(), 50u);
 }
 
 TEST_F(MainWindowTest, AFailedJobSaysWhyAndReturnsToIdle)
