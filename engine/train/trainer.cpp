@@ -1,5 +1,6 @@
 #include "engine/train/trainer.h"
 #include "engine/train/runfolder.h"
+#include "engine/train/preparedjob.h"
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/autocast.h"
@@ -53,6 +54,14 @@
 
 namespace engine::train {
 namespace fs = std::filesystem;
+
+std::string formatDouble(double value, int precision)
+{
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
+    return buffer;
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -61,53 +70,6 @@ double secondsSince(Clock::time_point start)
 {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
-
-std::string formatDouble(double value, int precision = 4)
-{
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.*g", precision, value);
-    return buffer;
-}
-
-/// This process's part in a data-parallel job: rank 0 of 1 without a group for a single process.
-struct RankContext {
-    dist::DistributedGroup *group = nullptr;
-    int rank = 0;
-    int world = 1;
-
-    bool primary() const { return rank == 0; }
-    /// Where the ranks wait while rank 0 alone writes (a checkpoint, the sample, a failing step): that
-    /// may take far longer than a step, so the wait is long (10x the timeout, at least 30 minutes).
-    void waitForRank0() const
-    {
-        if (group)
-            group->barrier(std::max<std::chrono::milliseconds>(group->timeout() * 10, std::chrono::minutes(30)));
-    }
-    /// The values summed over the ranks (themselves for a single process).
-    std::vector<double> sum(const std::vector<double> &values) const { return group ? group->sumScalars(values) : values; }
-};
-
-/// Everything resolved and checked before a run is created, so bad input never leaves a run behind.
-struct PreparedJob {
-    std::filesystem::path storePath;
-    std::filesystem::path corpusPath;
-    model::LlamaConfig config;
-    std::string modelName;
-    torch::Tensor sequences; ///< [N, seq_len + 1] int64: training rows (inputs are the first seq_len)
-    torch::Tensor labels;    ///< [N, seq_len] int64: the target of each position, kIgnoreLabel = none
-    torch::Tensor evalSequences; ///< [M, seq_len + 1] int64; undefined when there is no eval data
-    torch::Tensor evalLabels;    ///< [M, seq_len]
-    std::string dataFormat;
-    std::optional<TokenizerChoice> tokenizer; ///< none for pre-tokenized data without one
-    TokenRows stats;             ///< the training data's counts (ids moved into the tensors)
-    int64_t corpusTokens = 0;
-    std::string tokenizerPath;
-    std::vector<fs::path> tokenizerFiles; ///< what saved models and adapters carry of the tokenizer
-    std::filesystem::path weightsFolder; ///< set when the model folder holds weights to start from
-    torch::Device device{torch::kCPU};   ///< checked before the run exists
-    /// The device map the model loads with: the params' or the planned one (--device-map auto); empty = all on `device`.
-    std::vector<std::pair<std::string, std::string>> devicePlacement;
-};
 
 std::string defaultRunName(const PreparedJob &job)
 {
@@ -386,11 +348,7 @@ struct LoopResult {
     std::vector<report::CurvePoint> curve;
 };
 
-/// Where a run's steps come from when it continues: the checkpoint and what it recorded.
-struct ResumePoint {
-    std::filesystem::path checkpoint;
-    CheckpointState state;
-};
+} // namespace
 
 /// What a checkpoint must agree with for a resume to continue the same run.
 nlohmann::json runIdentity(const TrainingParams &params, const PreparedJob &job)
@@ -416,6 +374,8 @@ nlohmann::json runIdentity(const TrainingParams &params, const PreparedJob &job)
         identity["world_size"] = params.distributed.worldSize;
     return identity;
 }
+
+namespace {
 
 void checkResumable(const nlohmann::json &saved, const nlohmann::json &now, const std::filesystem::path &checkpoint)
 {
