@@ -291,346 +291,554 @@ void broadcastWeights(model::LlamaForCausalLM &model, const RankContext &ranks)
     ranks.group->broadcast(tensors, 0);
 }
 
+/// The (rows, labels) of each micro-batch of a step.
+using MicroBatches = std::vector<std::pair<torch::Tensor, torch::Tensor>>;
 
-/// The steps of one run. `store` is null on the ranks other than 0 of a data-parallel job: they train
-/// their shard of every batch and write nothing.
-LoopResult runSteps(const TrainingParams &params, const PreparedJob &job, JobControl &control,
-                    TrainingObserver &observer, store::RunStore *store, int64_t runId,
-                    const std::filesystem::path &outputDir, const std::optional<ResumePoint> &resume, LoopPosition &at,
-                    const RankContext &ranks)
+/// One step as its phases fill it in.
+struct StepState {
+    int64_t step = 0;
+    double lr = 0;
+    Clock::time_point start;
+    MicroBatches micro;
+    double tokens = 0;  ///< the step's labelled tokens over all ranks (at least 1): each loss is divided by it
+    double loss = 0;    ///< summed over the micro-batches (and the ranks, once reduced)
+    double seconds = 0; ///< the step's training time, the evaluation left out
+    StepMetrics metrics;
+};
+
+/// The steps of one run. The constructor builds the model and what trains it; run() restores a
+/// checkpoint or evaluates the model before training, then steps: beginStep, drawBatch,
+/// forwardBackward per micro-batch, reduceGradients, clipAndStep, measureStep, evaluateIfDue,
+/// recordMetrics, checkpointIfDue; and finish(). Data parallelism lives in joinRanks (the weights and
+/// the gradient reducer), drawBatch (the shard), forwardBackward (the reducer's prepare) and
+/// reduceGradients; the loss scaler in forwardBackward (scale) and clipAndStep (unscale, update); the
+/// guard in forwardBackward.
+class TrainingLoop {
+public:
+    /// Seeds torch and builds the model, then the optimizer and what the steps need.
+    TrainingLoop(const TrainingParams &params, const PreparedJob &job, JobControl &control, TrainingObserver &observer,
+                 store::RunStore *store, int64_t runId, const std::filesystem::path &outputDir, LoopPosition &at,
+                 const RankContext &ranks);
+    TrainingLoop(const TrainingLoop &) = delete;
+    TrainingLoop &operator=(const TrainingLoop &) = delete;
+
+    /// From `resume`'s checkpoint, or a new run's first step, to the last step or a stop.
+    LoopResult run(const std::optional<ResumePoint> &resume);
+
+private:
+    // Before the first step.
+    void resumeFrom(const ResumePoint &resume);
+    void joinRanks();
+    void evaluateBeforeTraining();
+    // The step, phase by phase.
+    bool trainStep(int64_t step);
+    bool beginStep(StepState &s);
+    void pause(int64_t step);
+    void drawBatch(StepState &s);
+    void forwardBackward(StepState &s, size_t k);
+    void stopIfGuardFires(const StepState &s, const torch::Tensor &loss);
+    void reduceGradients(StepState &s);
+    void clipAndStep(StepState &s);
+    void stopOrSkip(StepState &s, const std::string &what);
+    void measureStep(StepState &s);
+    void evaluateIfDue(StepState &s);
+    void recordMetrics(StepState &s);
+    void checkpointIfDue(int64_t step);
+    // After the last step.
+    LoopResult finish();
+    // Shared by the phases.
+    void checkpoint(int64_t step);
+    std::string keepStepForInspection(int64_t step, const MicroBatches &micro, const std::string &what,
+                                      const std::string &prefix);
+    void event(LogLevel level, const std::string &text);
+    double wallNow() const;
+
+    const TrainingParams &m_params;
+    const PreparedJob &m_job;
+    JobControl &m_control;
+    TrainingObserver &m_observer;
+    store::RunStore *m_store; ///< null on the ranks other than 0
+    const int64_t m_runId;
+    const std::filesystem::path &m_outputDir;
+    LoopPosition &m_at;
+    const RankContext &m_ranks;
+
+    // Declared (and so made) in the order the loop has always made them: the seed and the model first;
+    // a random draw must not move.
+    model::LlamaForCausalLM m_model;
+    const torch::Device m_device; ///< inputs go where the embedding is; the labels go where the logits come out
+    const std::optional<AutocastState> m_amp;
+    std::optional<LossScaler> m_scaler; ///< fp16 only
+    std::unique_ptr<Optimizer> m_optimizer;
+    const std::vector<torch::Tensor> m_parameters; ///< the trainable ones, in the optimizer's order
+    const int64_t m_totalSteps;
+    const LearningRateSchedule m_schedule;
+    BatchSampler m_sampler;
+    const nlohmann::json m_identity;
+    MetricsWriter m_writer;
+    // Data parallelism: only the trainable parameters' gradients travel (LoRA: the adapters).
+    std::optional<dist::GradientReducer> m_reducer;
+    LoopResult m_result;
+    int64_t m_firstStep = 1;
+    double m_wallOffset = 0; ///< the wall time of the steps before a resume
+    int64_t m_lastCheckpointStep = 0;
+    Clock::time_point m_start;
+    double m_pausedSeconds = 0;
+    double m_smoothedStepSeconds = 0;
+    const double m_tokensPerStep;
+    // Memory per device: the process's resident peak for the CPU, the caching allocator's peak per GPU.
+    std::vector<int> m_gpus;
+    const bool m_haveEval;
+    CpuUsageMeter m_cpuMeter;     // the process's CPU use over each step (the system metrics)
+    inspect::TrainingGuard m_guard; // watches each micro-batch's saved tensors when params.inspectGuard
+};
+
+/// The model, built right after the run's seed is set (its initial weights and LoRA's come from it).
+model::LlamaForCausalLM seededModel(const TrainingParams &params, const PreparedJob &job, TrainingObserver &observer)
 {
     torch::manual_seed(params.seed);
-    model::LlamaForCausalLM model = buildModel(params, job, observer);
-    // Inputs go where the embedding is; the labels go where the logits come out.
-    const torch::Device device = job.devicePlacement.empty() ? job.device : model->parameters().front().device();
-    const std::optional<AutocastState> amp = autocastFor(params.precision);
-    std::optional<LossScaler> scaler;
-    if (params.precision == Precision::Fp16)
-        scaler.emplace();
-    auto optimizer = makeOptimizer(model, params);
+    return buildModel(params, job, observer);
+}
+
+/// The parameters the optimizer updates, group by group.
+std::vector<torch::Tensor> trainableParameters(const Optimizer &optimizer)
+{
     std::vector<torch::Tensor> parameters;
-    for (const auto &group : optimizer->groups()) {
+    for (const auto &group : optimizer.groups()) {
         for (const auto &item : group.parameters)
             parameters.push_back(item.second);
     }
-    auto event = [&](LogLevel level, const std::string &text) {
-        if (store)
-            store->addEvent(runId, level, text);
-    };
+    return parameters;
+}
 
-    const int64_t sequenceCount = job.sequences.size(0);
-    const int64_t totalSteps = params.totalSteps(sequenceCount);
-    const int64_t warmup = params.warmupSteps < 0 ? totalSteps / 10 : std::min(params.warmupSteps, totalSteps);
-    const LearningRateSchedule schedule{params.learningRate, warmup, totalSteps, params.minLearningRateRatio, params.schedule};
-    BatchSampler sampler(sequenceCount, params.seed);
-    const nlohmann::json identity = runIdentity(params, job);
-
-    MetricsWriter writer(store, runId);
-    // Data parallelism: only the trainable parameters' gradients travel (LoRA: the adapters).
-    std::optional<dist::GradientReducer> reducer;
-    LoopResult result;
-    int64_t firstStep = 1;
-    double wallOffset = 0;
-    int64_t lastCheckpointStep = 0;
-    if (resume) {
-        restoreCheckpoint(resume->checkpoint, resume->state, model, params, *optimizer);
-        if (scaler && resume->state.lossScale > 0)
-            scaler->restore(resume->state.lossScale, resume->state.lossScaleGrowthTracker);
-        sampler.seek(resume->state.samplerShuffles, resume->state.samplerCursor);
-        firstStep = resume->state.step + 1;
-        wallOffset = resume->state.training.value("wall_seconds", 0.0);
-        lastCheckpointStep = resume->state.step;
-        result.steps = resume->state.step;
-        result.lastCheckpoint = resume->checkpoint.string();
-        observer.onLog(LogLevel::Info, "resumed from " + resume->checkpoint.string() + " at step "
-                                           + std::to_string(resume->state.step) + " of " + std::to_string(totalSteps));
-    }
-    if (ranks.group) {
-        at.phase = "sharing rank 0's weights";
-        broadcastWeights(model, ranks);
-        const bool overlap = params.bucketMegabytes > 0;
-        const auto bucketBytes = static_cast<int64_t>(params.bucketMegabytes * 1024 * 1024);
-        reducer.emplace(*ranks.group, parameters, overlap ? bucketBytes : int64_t(1) << 62, overlap);
-        // Same weights, but each rank its own random stream: dropout masks must not repeat across the shards.
-        torch::manual_seed(params.seed ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(ranks.rank + 1)));
-        observer.onLog(LogLevel::Info, "data parallel over " + std::to_string(ranks.world) + " ranks: "
-                                           + formatBytes(reducer->bytesPerStep()) + " of gradients per step in "
-                                           + std::to_string(reducer->bucketCount()) + " buckets"
-                                           + (overlap ? ", summed during backward" : ", summed after backward"));
-    }
-
-    const auto start = Clock::now();
-    double pausedSeconds = 0;
-    double smoothedStepSeconds = 0;
-    auto wallNow = [&] { return wallOffset + secondsSince(start) - pausedSeconds; };
-    auto checkpoint = [&](int64_t step) {
-        if (step <= lastCheckpointStep || step == 0)
-            return;
-        if (!store) { // the other ranks wait for rank 0's checkpoint (every rank reaches this at the same step)
-            lastCheckpointStep = step;
-            ranks.waitForRank0();
-            return;
-        }
-        // Metrics up to this step reach the store first: a crash after the checkpoint then loses none
-        // of the steps a resume does not redo.
-        writer.flush();
-        CheckpointState state;
-        state.step = step;
-        state.runId = runId;
-        state.storePath = store->path().string();
-        state.samplerShuffles = sampler.shuffles();
-        state.samplerCursor = sampler.cursor();
-        state.optimizerSteps = optimizer->stepCount();
-        if (scaler) {
-            state.lossScale = scaler->currentScale();
-            state.lossScaleGrowthTracker = scaler->growthTracker();
-        }
-        state.identity = identity;
-        state.training = params.toJson();
-        state.training["wall_seconds"] = wallNow();
-        const std::filesystem::path folder = writeCheckpoint(outputDir, state, model, params, *optimizer, params.keepCheckpoints);
-        lastCheckpointStep = step;
-        result.lastCheckpoint = folder.string();
-        event(LogLevel::Info, "checkpoint at step " + std::to_string(step) + ": " + folder.string());
-        ranks.waitForRank0();
-    };
-    const double tokensPerStep
-        = static_cast<double>(params.batchSize * params.gradAccumulation * params.sequenceLength * ranks.world);
-    // Memory per device: the process's resident peak for the CPU, the caching allocator's peak per GPU.
+/// The GPUs the model's parameters are on, in the order they first appear.
+std::vector<int> gpusOf(model::LlamaForCausalLM &model)
+{
     std::vector<int> gpus;
     for (const torch::Tensor &p : model->parameters()) {
         if (p.is_cuda() && std::find(gpus.begin(), gpus.end(), p.get_device()) == gpus.end())
             gpus.push_back(p.get_device());
     }
-    const bool haveEval = job.evalSequences.defined();
+    return gpus;
+}
 
-    if (!resume) {
-        if (haveEval) {
-            // Step 0: where the eval loss starts, so that the curve shows how far training moved it.
-            at.phase = "evaluation";
-            const double before = evaluate(model, params, job.evalSequences, job.evalLabels, device, ranks);
-            writer.addValue("eval/loss", 0, 0.0, before);
-            writer.addValue("eval/perplexity", 0, 0.0, std::exp(before));
-            StepMetrics initial;
-            initial.totalSteps = totalSteps;
-            initial.evaluated = true;
-            initial.evalLoss = before;
-            initial.evalPerplexity = std::exp(before);
-            observer.onInitialEvaluation(initial);
-            observer.onLog(LogLevel::Info, "eval loss before training: " + formatDouble(before) + " (perplexity "
-                                               + formatDouble(std::exp(before)) + ")");
-        }
-        at.phase = "generating the sample";
-        if (store)
-            logSample(model, params, job, observer, *store, runId, "before training", control);
-        ranks.waitForRank0();
-    }
+/// The schedule over the run's steps: warmup a tenth of them unless the params say otherwise.
+LearningRateSchedule scheduleFor(const TrainingParams &params, int64_t totalSteps)
+{
+    const int64_t warmup = params.warmupSteps < 0 ? totalSteps / 10 : std::min(params.warmupSteps, totalSteps);
+    return LearningRateSchedule{params.learningRate, warmup, totalSteps, params.minLearningRateRatio, params.schedule};
+}
 
-    CpuUsageMeter cpuMeter; // the process's CPU use over each step (the system metrics)
-    inspect::TrainingGuard guard; // watches each micro-batch's saved tensors when params.inspectGuard
-    // The step kept for the inspector, an event that offers it, and the command that inspects it.
-    auto keepStepForInspection = [&](int64_t step, const std::vector<std::pair<torch::Tensor, torch::Tensor>> &micro,
-                                     const std::string &what, const std::string &prefix) {
-        if (store) // rank 0 keeps its shard of the step
-            at.nonFiniteStepFolder = saveNonFiniteStep(outputDir, step, model, params, job, micro, observer, prefix);
-        ranks.waitForRank0(); // all stop together, once rank 0 has kept the step
-        const std::string inspect = at.nonFiniteStepFolder.empty()
-            ? std::string("tunebench inspect, or the Inspect page")
-            : "tunebench inspect --model " + at.nonFiniteStepFolder + " --data " + at.nonFiniteStepFolder
-                + "/batch.safetensors, or Inspect on the Train page";
-        event(LogLevel::Error, what + "; run stopped before the update (inspect this step: " + inspect + ")");
-        if (store && !at.nonFiniteStepFolder.empty())
-            store->addArtifact(runId, "nonfinite_step", at.nonFiniteStepFolder);
-        return inspect;
-    };
-    for (int64_t step = firstStep; step <= totalSteps; ++step) {
-        if (control.paused()) {
-            writer.flush();
-            observer.onLog(LogLevel::Info, "paused before step " + std::to_string(step));
-            const auto pauseStart = Clock::now();
-            const bool go = control.waitWhilePaused();
-            pausedSeconds += secondsSince(pauseStart);
-            if (go)
-                observer.onLog(LogLevel::Info, "resumed");
-        }
-        // A stop on any rank stops all at this step: the others would wait for it in the next allreduce.
-        if (ranks.sum({control.cancelRequested() ? 1.0 : 0.0})[0] > 0) {
-            result.status = JobStatus::Cancelled;
+TrainingLoop::TrainingLoop(const TrainingParams &params, const PreparedJob &job, JobControl &control,
+                           TrainingObserver &observer, store::RunStore *store, int64_t runId,
+                           const std::filesystem::path &outputDir, LoopPosition &at, const RankContext &ranks)
+    : m_params(params), m_job(job), m_control(control), m_observer(observer), m_store(store), m_runId(runId),
+      m_outputDir(outputDir), m_at(at), m_ranks(ranks), m_model(seededModel(params, job, observer)),
+      m_device(job.devicePlacement.empty() ? job.device : m_model->parameters().front().device()),
+      m_amp(autocastFor(params.precision)),
+      m_scaler(params.precision == Precision::Fp16 ? std::make_optional<LossScaler>() : std::nullopt),
+      m_optimizer(makeOptimizer(m_model, params)), m_parameters(trainableParameters(*m_optimizer)),
+      m_totalSteps(params.totalSteps(job.sequences.size(0))), m_schedule(scheduleFor(params, m_totalSteps)),
+      m_sampler(job.sequences.size(0), params.seed), m_identity(runIdentity(params, job)), m_writer(store, runId),
+      m_tokensPerStep(
+          static_cast<double>(params.batchSize * params.gradAccumulation * params.sequenceLength * ranks.world)),
+      m_haveEval(job.evalSequences.defined())
+{
+}
+
+LoopResult TrainingLoop::run(const std::optional<ResumePoint> &resume)
+{
+    if (resume)
+        resumeFrom(*resume);
+    if (m_ranks.group)
+        joinRanks();
+    m_start = Clock::now();
+    m_gpus = gpusOf(m_model);
+    if (!resume)
+        evaluateBeforeTraining();
+    for (int64_t step = m_firstStep; step <= m_totalSteps; ++step) {
+        if (!trainStep(step)) {
+            m_result.status = JobStatus::Cancelled;
             break;
         }
-        const auto stepStart = Clock::now();
-        cpuMeter.sample(); // starts the step's window: the sample before it, a pause, leave it
-        const double lr = schedule.at(step);
-        at.step = step;
-        resetResidentPeak();
-        for (const int gpu : gpus)
-            resetCudaPeakMemory(gpu);
-
-        // K micro-batches; each one's summed loss is divided by the step's token count, so that the
-        // gradient equals that of one batch of K * B sequences.
-        std::vector<std::pair<torch::Tensor, torch::Tensor>> micro; // (rows, labels)
-        int64_t labelled = 0;
-        for (int64_t k = 0; k < params.gradAccumulation; ++k) {
-            // Every rank draws the whole batch of all ranks and keeps its shard (DistributedSampler's order).
-            const std::vector<int64_t> drawn = sampler.next(params.batchSize * ranks.world);
-            const torch::Tensor index
-                = torch::tensor(ranks.world > 1 ? rankShard(drawn, ranks.rank, ranks.world) : drawn, torch::kInt64);
-            micro.emplace_back(job.sequences.index_select(0, index), job.labels.index_select(0, index));
-            labelled += micro.back().second.ne(kIgnoreLabel).sum().item<int64_t>();
-        }
-        // Over all ranks: each rank's summed loss over the step's global target count, and gradients
-        // summed (not averaged) over the ranks, give exactly one process's gradient of the whole batch.
-        const double stepTokens = std::max(ranks.sum({static_cast<double>(labelled)})[0], 1.0);
-        optimizer->zeroGrad();
-        double lossValue = 0;
-        for (size_t k = 0; k < micro.size(); ++k) {
-            const auto &[rows, rowLabels] = micro[k];
-            if (params.inspectGuard)
-                guard.beginStep();
-            at.phase = "forward";
-            const torch::Tensor batch = rows.to(device);
-            const torch::Tensor logits = forwardLogits(model, batch, params.sequenceLength, amp);
-            const torch::Tensor labels = rowLabels.to(logits.device());
-            const torch::Tensor loss = torch::nn::functional::cross_entropy(
-                                           logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}),
-                                           torch::nn::functional::CrossEntropyFuncOptions()
-                                               .reduction(torch::kSum)
-                                               .ignore_index(kIgnoreLabel))
-                / stepTokens;
-            const double microLoss = loss.item<double>();
-            lossValue += microLoss;
-            if (guard.watching() && std::isfinite(microLoss)) {
-                // A saved tensor already written in place: backward would raise PyTorch's version error.
-                // Stop here instead, with the step kept for the inspector (a finite loss is checked
-                // below, with the whole step's).
-                const inspect::GuardVerdict verdict = guard.checkSavedTensors(loss);
-                if (verdict.fired) {
-                    guard.endStep();
-                    const std::string what = "the guard stopped step " + std::to_string(step) + ": " + verdict.reason;
-                    const std::string inspect = keepStepForInspection(step, micro, what, "guarded-step-");
-                    throw invalidInput(what + "; find the in-place write: " + inspect);
-                }
-            }
-            at.phase = "backward";
-            if (reducer)
-                reducer->prepare(/*synchronize=*/k + 1 == micro.size()); // as DDP's no_sync() before the last
-            (scaler ? scaler->scale(loss) : loss).backward();
-            guard.endStep();
-        }
-        if (reducer) {
-            at.phase = "summing gradients over the ranks";
-            reducer->finish();
-            lossValue = ranks.sum({lossValue})[0];
-            const dist::GradientReducer::Timing timing = reducer->lastTiming();
-            writer.addValue("dist/allreduce_wait_seconds", step, wallNow(), timing.waitSeconds);
-            writer.addValue("dist/buckets_during_backward", step, wallNow(), timing.backwardLaunched);
-        }
-        at.phase = "optimizer step";
-        StepMetrics metrics;
-        metrics.step = step;
-        metrics.totalSteps = totalSteps;
-        metrics.loss = lossValue;
-        metrics.learningRate = lr;
-        // A non-finite loss, or (fp32/bf16) a finite loss whose gradients hold NaN or Inf: stop with the
-        // step kept for the inspector, or skip it. Updating would carry the NaN into every weight, and
-        // the next step's inspection would find it there instead of where it began.
-        auto stopOrSkip = [&](const std::string &what) {
-            if (params.nonFinite == NonFinitePolicy::Stop) {
-                const std::string inspect = keepStepForInspection(step, micro, what, "nonfinite-step-");
-                throw invalidInput("training diverged: " + what + "; lower the learning rate (now "
-                                   + formatDouble(params.learningRate) + ") or find where the NaN first appears: " + inspect);
-            }
-            if (scaler) { // as GradScaler: the non-finite gradients back the scale off
-                scaler->unscale(parameters);
-                scaler->update();
-            }
-            optimizer->zeroGrad();
-            metrics.skipped = true;
-            event(LogLevel::Warning, what + "; step skipped (no update)");
-            observer.onLog(LogLevel::Warning, what + "; step skipped (no update)");
-        };
-        GradientNorm norm;
-        if (!std::isfinite(lossValue)) {
-            stopOrSkip("the loss is " + formatDouble(lossValue) + " at step " + std::to_string(step));
-        } else if (scaler && !scaler->unscale(parameters)) {
-            // fp16 overflowed in backward (the loss itself is finite): no update, a smaller scale next step.
-            optimizer->zeroGrad();
-            metrics.skipped = true;
-            scaler->update();
-            writer.addValue("train/loss_scale", step, wallNow(), scaler->currentScale());
-        } else if (norm = clipGradients(parameters, params.gradClipNorm); !std::isfinite(norm.total)) {
-            stopOrSkip("the gradient norm is " + formatDouble(norm.total) + " at step " + std::to_string(step)
-                       + " (the loss, " + formatDouble(lossValue) + ", is finite: backward made the NaN or Inf)");
-        } else {
-            metrics.gradNorm = norm.total;
-            for (const auto &[deviceName, value] : norm.perDevice)
-                writer.addValue("train/grad_norm/" + deviceName, step, wallNow(), value);
-            optimizer->step(lr);
-            if (scaler) {
-                scaler->update();
-                writer.addValue("train/loss_scale", step, wallNow(), scaler->currentScale());
-            }
-        }
-
-        // The step's time, speed and memory leave the evaluation out: it is not training work.
-        const double stepSeconds = secondsSince(stepStart);
-        metrics.cpuPeakBytes = residentPeakBytes();
-        if (metrics.cpuPeakBytes > 0)
-            writer.addValue("memory/cpu", step, wallNow(), static_cast<double>(metrics.cpuPeakBytes));
-        writer.addValue("system/cpu_percent", step, wallNow(), cpuMeter.sample());
-        if (const int64_t available = availableRamBytes(); available > 0)
-            writer.addValue("system/ram_available", step, wallNow(), static_cast<double>(available));
-        for (const int gpu : gpus) {
-            const int64_t peak = cudaMemoryStats(gpu).peakAllocatedBytes;
-            metrics.gpuPeakBytes += peak;
-            writer.addValue("memory/cuda:" + std::to_string(gpu), step, wallNow(), static_cast<double>(peak));
-        }
-        if (haveEval && ((params.evalEvery > 0 && step % params.evalEvery == 0) || step == totalSteps)) {
-            at.phase = "evaluation";
-            metrics.evaluated = true;
-            metrics.evalLoss = evaluate(model, params, job.evalSequences, job.evalLabels, device, ranks);
-            metrics.evalPerplexity = std::exp(metrics.evalLoss);
-            result.lastEvalLoss = metrics.evalLoss;
-        }
-
-        smoothedStepSeconds = step == firstStep ? stepSeconds : 0.8 * smoothedStepSeconds + 0.2 * stepSeconds;
-        metrics.tokensPerSecond = tokensPerStep / std::max(stepSeconds, 1e-9);
-        metrics.stepSeconds = stepSeconds;
-        metrics.wallSeconds = wallNow();
-        metrics.etaSeconds = smoothedStepSeconds * static_cast<double>(totalSteps - step);
-        writer.add(metrics);
-        observer.onStep(metrics);
-        if (step == firstStep)
-            result.firstLoss = lossValue;
-        result.lastLoss = lossValue;
-        result.steps = step;
-        result.curve.push_back({static_cast<double>(step), lossValue});
-        if (params.saveEvery > 0 && step % params.saveEvery == 0)
-            checkpoint(step);
     }
-    writer.flush();
-    // At stop (Ctrl+C, Stop) and at the end: the state after the last finished step.
-    checkpoint(result.steps);
-    at.phase = "generating the sample";
-    if (result.steps >= firstStep && store)
-        logSample(model, params, job, observer, *store, runId, "after " + std::to_string(result.steps) + " steps", control);
-    at.phase = "finishing with the other ranks";
-    ranks.waitForRank0(); // the last collective: rank 0 may still be generating the sample
-    result.model = model;
-    return result;
+    return finish();
+}
+
+/// The weights, optimizer, loss scale, data position and random generator of the checkpoint.
+void TrainingLoop::resumeFrom(const ResumePoint &resume)
+{
+    restoreCheckpoint(resume.checkpoint, resume.state, m_model, m_params, *m_optimizer);
+    if (m_scaler && resume.state.lossScale > 0)
+        m_scaler->restore(resume.state.lossScale, resume.state.lossScaleGrowthTracker);
+    m_sampler.seek(resume.state.samplerShuffles, resume.state.samplerCursor);
+    m_firstStep = resume.state.step + 1;
+    m_wallOffset = resume.state.training.value("wall_seconds", 0.0);
+    m_lastCheckpointStep = resume.state.step;
+    m_result.steps = resume.state.step;
+    m_result.lastCheckpoint = resume.checkpoint.string();
+    m_observer.onLog(LogLevel::Info, "resumed from " + resume.checkpoint.string() + " at step "
+                                         + std::to_string(resume.state.step) + " of " + std::to_string(m_totalSteps));
+}
+
+/// Data parallelism: rank 0's weights on every rank, the gradient reducer, and each rank its own random stream.
+void TrainingLoop::joinRanks()
+{
+    m_at.phase = "sharing rank 0's weights";
+    broadcastWeights(m_model, m_ranks);
+    const bool overlap = m_params.bucketMegabytes > 0;
+    const auto bucketBytes = static_cast<int64_t>(m_params.bucketMegabytes * 1024 * 1024);
+    m_reducer.emplace(*m_ranks.group, m_parameters, overlap ? bucketBytes : int64_t(1) << 62, overlap);
+    // Same weights, but each rank its own random stream: dropout masks must not repeat across the shards.
+    torch::manual_seed(m_params.seed ^ (0x9e3779b97f4a7c15ull * static_cast<uint64_t>(m_ranks.rank + 1)));
+    m_observer.onLog(LogLevel::Info, "data parallel over " + std::to_string(m_ranks.world) + " ranks: "
+                                         + formatBytes(m_reducer->bytesPerStep()) + " of gradients per step in "
+                                         + std::to_string(m_reducer->bucketCount()) + " buckets"
+                                         + (overlap ? ", summed during backward" : ", summed after backward"));
+}
+
+/// A new run: the eval loss at step 0 (with eval data) and the sample before training.
+void TrainingLoop::evaluateBeforeTraining()
+{
+    if (m_haveEval) {
+        // Step 0: where the eval loss starts, so that the curve shows how far training moved it.
+        m_at.phase = "evaluation";
+        const double before = evaluate(m_model, m_params, m_job.evalSequences, m_job.evalLabels, m_device, m_ranks);
+        m_writer.addValue("eval/loss", 0, 0.0, before);
+        m_writer.addValue("eval/perplexity", 0, 0.0, std::exp(before));
+        StepMetrics initial;
+        initial.totalSteps = m_totalSteps;
+        initial.evaluated = true;
+        initial.evalLoss = before;
+        initial.evalPerplexity = std::exp(before);
+        m_observer.onInitialEvaluation(initial);
+        m_observer.onLog(LogLevel::Info, "eval loss before training: " + formatDouble(before) + " (perplexity "
+                                             + formatDouble(std::exp(before)) + ")");
+    }
+    m_at.phase = "generating the sample";
+    if (m_store)
+        logSample(m_model, m_params, m_job, m_observer, *m_store, m_runId, "before training", m_control);
+    m_ranks.waitForRank0();
+}
+
+/// One optimizer step, phase by phase. False when a rank asked to stop before it.
+bool TrainingLoop::trainStep(int64_t step)
+{
+    StepState s;
+    s.step = step;
+    if (!beginStep(s))
+        return false;
+    drawBatch(s);
+    m_optimizer->zeroGrad();
+    for (size_t k = 0; k < s.micro.size(); ++k)
+        forwardBackward(s, k);
+    reduceGradients(s);
+    clipAndStep(s);
+    measureStep(s);
+    evaluateIfDue(s);
+    recordMetrics(s);
+    checkpointIfDue(step);
+    return true;
+}
+
+/// A pause, the ranks' vote on a stop, the learning rate, and the step's clocks and memory peaks.
+bool TrainingLoop::beginStep(StepState &s)
+{
+    if (m_control.paused())
+        pause(s.step);
+    // A stop on any rank stops all at this step: the others would wait for it in the next allreduce.
+    if (m_ranks.sum({m_control.cancelRequested() ? 1.0 : 0.0})[0] > 0)
+        return false;
+    s.start = Clock::now();
+    m_cpuMeter.sample(); // starts the step's window: the sample before it, a pause, leave it
+    s.lr = m_schedule.at(s.step);
+    m_at.step = s.step;
+    resetResidentPeak();
+    for (const int gpu : m_gpus)
+        resetCudaPeakMemory(gpu);
+    return true;
+}
+
+/// Waits while the job is paused; the pause does not count as wall time.
+void TrainingLoop::pause(int64_t step)
+{
+    m_writer.flush();
+    m_observer.onLog(LogLevel::Info, "paused before step " + std::to_string(step));
+    const auto pauseStart = Clock::now();
+    const bool go = m_control.waitWhilePaused();
+    m_pausedSeconds += secondsSince(pauseStart);
+    if (go)
+        m_observer.onLog(LogLevel::Info, "resumed");
+}
+
+/// K micro-batches; each one's summed loss is divided by the step's token count, so that the
+/// gradient equals that of one batch of K * B sequences.
+void TrainingLoop::drawBatch(StepState &s)
+{
+    int64_t labelled = 0;
+    for (int64_t k = 0; k < m_params.gradAccumulation; ++k) {
+        // Every rank draws the whole batch of all ranks and keeps its shard (DistributedSampler's order).
+        const std::vector<int64_t> drawn = m_sampler.next(m_params.batchSize * m_ranks.world);
+        const torch::Tensor index
+            = torch::tensor(m_ranks.world > 1 ? rankShard(drawn, m_ranks.rank, m_ranks.world) : drawn, torch::kInt64);
+        s.micro.emplace_back(m_job.sequences.index_select(0, index), m_job.labels.index_select(0, index));
+        labelled += s.micro.back().second.ne(kIgnoreLabel).sum().item<int64_t>();
+    }
+    // Over all ranks: each rank's summed loss over the step's global target count, and gradients
+    // summed (not averaged) over the ranks, give exactly one process's gradient of the whole batch.
+    s.tokens = std::max(m_ranks.sum({static_cast<double>(labelled)})[0], 1.0);
+}
+
+/// Micro-batch k: forward, the guard's check of the saved tensors, backward (scaled with fp16; the
+/// reducer sums the gradients over the ranks after the last micro-batch's).
+void TrainingLoop::forwardBackward(StepState &s, size_t k)
+{
+    const auto &[rows, rowLabels] = s.micro[k];
+    if (m_params.inspectGuard)
+        m_guard.beginStep();
+    m_at.phase = "forward";
+    const torch::Tensor batch = rows.to(m_device);
+    const torch::Tensor logits = forwardLogits(m_model, batch, m_params.sequenceLength, m_amp);
+    const torch::Tensor labels = rowLabels.to(logits.device());
+    const torch::Tensor loss = torch::nn::functional::cross_entropy(
+                                   logits.reshape({-1, logits.size(-1)}), labels.reshape({-1}),
+                                   torch::nn::functional::CrossEntropyFuncOptions()
+                                       .reduction(torch::kSum)
+                                       .ignore_index(kIgnoreLabel))
+        / s.tokens;
+    const double microLoss = loss.item<double>();
+    s.loss += microLoss;
+    if (m_guard.watching() && std::isfinite(microLoss))
+        stopIfGuardFires(s, loss); // a non-finite loss is checked in clipAndStep, with the whole step's
+    m_at.phase = "backward";
+    if (m_reducer)
+        m_reducer->prepare(/*synchronize=*/k + 1 == s.micro.size()); // as DDP's no_sync() before the last
+    (m_scaler ? m_scaler->scale(loss) : loss).backward();
+    m_guard.endStep();
+}
+
+/// A saved tensor already written in place: backward would raise PyTorch's version error. Stop here
+/// instead, with the step kept for the inspector.
+void TrainingLoop::stopIfGuardFires(const StepState &s, const torch::Tensor &loss)
+{
+    const inspect::GuardVerdict verdict = m_guard.checkSavedTensors(loss);
+    if (!verdict.fired)
+        return;
+    m_guard.endStep();
+    const std::string what = "the guard stopped step " + std::to_string(s.step) + ": " + verdict.reason;
+    const std::string inspect = keepStepForInspection(s.step, s.micro, what, "guarded-step-");
+    throw invalidInput(what + "; find the in-place write: " + inspect);
+}
+
+/// Data parallelism: the gradients' last buckets and the step's loss summed over the ranks.
+void TrainingLoop::reduceGradients(StepState &s)
+{
+    if (!m_reducer)
+        return;
+    m_at.phase = "summing gradients over the ranks";
+    m_reducer->finish();
+    s.loss = m_ranks.sum({s.loss})[0];
+    const dist::GradientReducer::Timing timing = m_reducer->lastTiming();
+    m_writer.addValue("dist/allreduce_wait_seconds", s.step, wallNow(), timing.waitSeconds);
+    m_writer.addValue("dist/buckets_during_backward", s.step, wallNow(), timing.backwardLaunched);
+}
+
+/// The update, unless the loss or the gradients are not finite: fp16's unscaling (an overflow skips
+/// the step and backs the scale off), clipping, the optimizer step, the loss scale's update.
+void TrainingLoop::clipAndStep(StepState &s)
+{
+    m_at.phase = "optimizer step";
+    s.metrics.step = s.step;
+    s.metrics.totalSteps = m_totalSteps;
+    s.metrics.loss = s.loss;
+    s.metrics.learningRate = s.lr;
+    GradientNorm norm;
+    if (!std::isfinite(s.loss)) {
+        stopOrSkip(s, "the loss is " + formatDouble(s.loss) + " at step " + std::to_string(s.step));
+    } else if (m_scaler && !m_scaler->unscale(m_parameters)) {
+        // fp16 overflowed in backward (the loss itself is finite): no update, a smaller scale next step.
+        m_optimizer->zeroGrad();
+        s.metrics.skipped = true;
+        m_scaler->update();
+        m_writer.addValue("train/loss_scale", s.step, wallNow(), m_scaler->currentScale());
+    } else if (norm = clipGradients(m_parameters, m_params.gradClipNorm); !std::isfinite(norm.total)) {
+        stopOrSkip(s, "the gradient norm is " + formatDouble(norm.total) + " at step " + std::to_string(s.step)
+                          + " (the loss, " + formatDouble(s.loss) + ", is finite: backward made the NaN or Inf)");
+    } else {
+        s.metrics.gradNorm = norm.total;
+        for (const auto &[deviceName, value] : norm.perDevice)
+            m_writer.addValue("train/grad_norm/" + deviceName, s.step, wallNow(), value);
+        m_optimizer->step(s.lr);
+        if (m_scaler) {
+            m_scaler->update();
+            m_writer.addValue("train/loss_scale", s.step, wallNow(), m_scaler->currentScale());
+        }
+    }
+}
+
+/// A non-finite loss, or (fp32/bf16) a finite loss whose gradients hold NaN or Inf: stop with the
+/// step kept for the inspector, or skip it. Updating would carry the NaN into every weight, and
+/// the next step's inspection would find it there instead of where it began.
+void TrainingLoop::stopOrSkip(StepState &s, const std::string &what)
+{
+    if (m_params.nonFinite == NonFinitePolicy::Stop) {
+        const std::string inspect = keepStepForInspection(s.step, s.micro, what, "nonfinite-step-");
+        throw invalidInput("training diverged: " + what + "; lower the learning rate (now "
+                           + formatDouble(m_params.learningRate) + ") or find where the NaN first appears: " + inspect);
+    }
+    if (m_scaler) { // as GradScaler: the non-finite gradients back the scale off
+        m_scaler->unscale(m_parameters);
+        m_scaler->update();
+    }
+    m_optimizer->zeroGrad();
+    s.metrics.skipped = true;
+    event(LogLevel::Warning, what + "; step skipped (no update)");
+    m_observer.onLog(LogLevel::Warning, what + "; step skipped (no update)");
+}
+
+/// The step's time, speed and memory leave the evaluation out: it is not training work.
+void TrainingLoop::measureStep(StepState &s)
+{
+    s.seconds = secondsSince(s.start);
+    s.metrics.cpuPeakBytes = residentPeakBytes();
+    if (s.metrics.cpuPeakBytes > 0)
+        m_writer.addValue("memory/cpu", s.step, wallNow(), static_cast<double>(s.metrics.cpuPeakBytes));
+    m_writer.addValue("system/cpu_percent", s.step, wallNow(), m_cpuMeter.sample());
+    if (const int64_t available = availableRamBytes(); available > 0)
+        m_writer.addValue("system/ram_available", s.step, wallNow(), static_cast<double>(available));
+    for (const int gpu : m_gpus) {
+        const int64_t peak = cudaMemoryStats(gpu).peakAllocatedBytes;
+        s.metrics.gpuPeakBytes += peak;
+        m_writer.addValue("memory/cuda:" + std::to_string(gpu), s.step, wallNow(), static_cast<double>(peak));
+    }
+}
+
+/// The eval loss every evalEvery steps and at the last step, with eval data.
+void TrainingLoop::evaluateIfDue(StepState &s)
+{
+    if (m_haveEval && ((m_params.evalEvery > 0 && s.step % m_params.evalEvery == 0) || s.step == m_totalSteps)) {
+        m_at.phase = "evaluation";
+        s.metrics.evaluated = true;
+        s.metrics.evalLoss = evaluate(m_model, m_params, m_job.evalSequences, m_job.evalLabels, m_device, m_ranks);
+        s.metrics.evalPerplexity = std::exp(s.metrics.evalLoss);
+        m_result.lastEvalLoss = s.metrics.evalLoss;
+    }
+}
+
+/// The step's metrics to the store and the observer, its loss to the result.
+void TrainingLoop::recordMetrics(StepState &s)
+{
+    m_smoothedStepSeconds = s.step == m_firstStep ? s.seconds : 0.8 * m_smoothedStepSeconds + 0.2 * s.seconds;
+    s.metrics.tokensPerSecond = m_tokensPerStep / std::max(s.seconds, 1e-9);
+    s.metrics.stepSeconds = s.seconds;
+    s.metrics.wallSeconds = wallNow();
+    s.metrics.etaSeconds = m_smoothedStepSeconds * static_cast<double>(m_totalSteps - s.step);
+    m_writer.add(s.metrics);
+    m_observer.onStep(s.metrics);
+    if (s.step == m_firstStep)
+        m_result.firstLoss = s.loss;
+    m_result.lastLoss = s.loss;
+    m_result.steps = s.step;
+    m_result.curve.push_back({static_cast<double>(s.step), s.loss});
+}
+
+void TrainingLoop::checkpointIfDue(int64_t step)
+{
+    if (m_params.saveEvery > 0 && step % m_params.saveEvery == 0)
+        checkpoint(step);
+}
+
+/// At stop (Ctrl+C, Stop) and at the end: the state after the last finished step, the sample, and
+/// the last collective.
+LoopResult TrainingLoop::finish()
+{
+    m_writer.flush();
+    checkpoint(m_result.steps);
+    m_at.phase = "generating the sample";
+    if (m_result.steps >= m_firstStep && m_store)
+        logSample(m_model, m_params, m_job, m_observer, *m_store, m_runId,
+                  "after " + std::to_string(m_result.steps) + " steps", m_control);
+    m_at.phase = "finishing with the other ranks";
+    m_ranks.waitForRank0(); // the last collective: rank 0 may still be generating the sample
+    m_result.model = m_model;
+    return std::move(m_result);
+}
+
+/// checkpoint-<step> in the output folder, written by rank 0 (once per step; none at step 0).
+void TrainingLoop::checkpoint(int64_t step)
+{
+    if (step <= m_lastCheckpointStep || step == 0)
+        return;
+    if (!m_store) { // the other ranks wait for rank 0's checkpoint (every rank reaches this at the same step)
+        m_lastCheckpointStep = step;
+        m_ranks.waitForRank0();
+        return;
+    }
+    // Metrics up to this step reach the store first: a crash after the checkpoint then loses none
+    // of the steps a resume does not redo.
+    m_writer.flush();
+    CheckpointState state;
+    state.step = step;
+    state.runId = m_runId;
+    state.storePath = m_store->path().string();
+    state.samplerShuffles = m_sampler.shuffles();
+    state.samplerCursor = m_sampler.cursor();
+    state.optimizerSteps = m_optimizer->stepCount();
+    if (m_scaler) {
+        state.lossScale = m_scaler->currentScale();
+        state.lossScaleGrowthTracker = m_scaler->growthTracker();
+    }
+    state.identity = m_identity;
+    state.training = m_params.toJson();
+    state.training["wall_seconds"] = wallNow();
+    const std::filesystem::path folder
+        = writeCheckpoint(m_outputDir, state, m_model, m_params, *m_optimizer, m_params.keepCheckpoints);
+    m_lastCheckpointStep = step;
+    m_result.lastCheckpoint = folder.string();
+    event(LogLevel::Info, "checkpoint at step " + std::to_string(step) + ": " + folder.string());
+    m_ranks.waitForRank0();
+}
+
+/// The step kept for the inspector, an event that offers it; returns the command that inspects it.
+std::string TrainingLoop::keepStepForInspection(int64_t step, const MicroBatches &micro, const std::string &what,
+                                                const std::string &prefix)
+{
+    if (m_store) // rank 0 keeps its shard of the step
+        m_at.nonFiniteStepFolder = saveNonFiniteStep(m_outputDir, step, m_model, m_params, m_job, micro, m_observer, prefix);
+    m_ranks.waitForRank0(); // all stop together, once rank 0 has kept the step
+    const std::string inspect = m_at.nonFiniteStepFolder.empty()
+        ? std::string("tunebench inspect, or the Inspect page")
+        : "tunebench inspect --model " + m_at.nonFiniteStepFolder + " --data " + m_at.nonFiniteStepFolder
+            + "/batch.safetensors, or Inspect on the Train page";
+    event(LogLevel::Error, what + "; run stopped before the update (inspect this step: " + inspect + ")");
+    if (m_store && !m_at.nonFiniteStepFolder.empty())
+        m_store->addArtifact(m_runId, "nonfinite_step", m_at.nonFiniteStepFolder);
+    return inspect;
+}
+
+/// A run event (rank 0 only).
+void TrainingLoop::event(LogLevel level, const std::string &text)
+{
+    if (m_store)
+        m_store->addEvent(m_runId, level, text);
+}
+
+/// Seconds of training: those before a resume, since the loop began, less the pauses.
+double TrainingLoop::wallNow() const
+{
+    return m_wallOffset + secondsSince(m_start) - m_pausedSeconds;
 }
 
 } // namespace
 
-/// runSteps, with an allocation failure turned into one message naming the device, phase and step, and
-/// what to change.
 LoopResult trainLoop(const TrainingParams &params, const PreparedJob &job, JobControl &control,
                      TrainingObserver &observer, store::RunStore *store, int64_t runId,
                      const std::filesystem::path &outputDir, const std::optional<ResumePoint> &resume, LoopPosition &at,
                      const RankContext &ranks)
 {
     try {
-        return runSteps(params, job, control, observer, store, runId, outputDir, resume, at, ranks);
+        TrainingLoop loop(params, job, control, observer, store, runId, outputDir, at, ranks);
+        return loop.run(resume);
     } catch (...) {
         const ErrorInfo info = currentExceptionInfo();
         if (info.kind != ErrorKind::OutOfMemory)
