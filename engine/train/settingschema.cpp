@@ -530,7 +530,7 @@ void SettingSpec::setJson(TrainingParams &params, const json &value) const
             throw invalidSetting(key, "\"" + key + "\" must be one of " + list + " (got \"" + name + "\")");
         }
     }
-    if (kind == SettingKind::Integer && key == "seed" && !value.is_number_unsigned())
+    if (kind == SettingKind::Integer && key == "seed" && !value.is_number_unsigned() && value.get<int64_t>() < 0)
         throw invalidSetting(key, "\"seed\" must be a non-negative integer (got " + value.dump() + ")");
     set(params, value);
 }

@@ -41,6 +41,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 #include <QTimer>
+#include <QToolButton>
 
 #include <gtest/gtest.h>
 
@@ -309,7 +310,9 @@ TEST_F(MainWindowTest, AStoppedRunResumesFromTheRunsPageAndContinues)
     m_window->runsPage()->selectRuns({stopped});
     ASSERT_TRUE(QTest::qWaitFor([&] { return m_window->runsPage()->resumeAction()->isEnabled(); }, 10'000))
         << m_window->runsPage()->resumeAction()->toolTip().toStdString();
-    click("resumeButton");
+    auto *resume = child<QToolButton>("resumeButton");
+    ASSERT_NE(resume, nullptr);
+    QTest::mouseClick(resume, Qt::LeftButton);
     EXPECT_EQ(m_window->currentPage(), ui::MainWindow::Page::Train);
     ASSERT_TRUE(waitForIdle());
     EXPECT_EQ(page->stateText(), QStringLiteral("Succeeded")) << logText().toStdString();
@@ -335,7 +338,9 @@ TEST_F(MainWindowTest, AStoppedRunResumesFromTheRunsPageAndContinues)
         dialog->setIntValue(50);
         dialog->accept();
     });
-    click("continueButton");
+    auto *more = child<QToolButton>("continueButton");
+    ASSERT_NE(more, nullptr);
+    QTest::mouseClick(more, Qt::LeftButton);
     ASSERT_TRUE(waitForIdle());
     EXPECT_EQ(page->stateText(), QStringLiteral("Succeeded")) << logText().toStdString();
     auto reader = engine::store::RunStore::open(store.toStdString());

@@ -36,7 +36,8 @@ TEST(FormatBytes, DecimalsAreAsked)
 TEST(FormatBytes, NeverReads1024OfAUnit)
 {
     EXPECT_EQ(engine::formatBytes(1023 * kMiB + 1000 * kKiB, 1), "1.0 GiB");
-    EXPECT_EQ(engine::formatBytes(1023 * kMiB + 1000 * kKiB, 2), "1.00 GiB");
+    EXPECT_EQ(engine::formatBytes(1023 * kMiB + 1000 * kKiB, 2), "1023.98 MiB");
+    EXPECT_EQ(engine::formatBytes(1023 * kMiB + 1020 * kKiB, 2), "1.00 GiB");
     EXPECT_EQ(engine::formatBytes(1023 * kMiB, 2), "1023.00 MiB");
     EXPECT_EQ(engine::formatBytes(1023 * kMiB + 1020 * kKiB, 3), "1023.996 MiB");
 }

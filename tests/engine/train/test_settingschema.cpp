@@ -50,9 +50,10 @@ json otherValue(const SettingSpec &spec, const TrainingParams &p)
                 return json(choice.value);
         }
         break;
-    case SettingKind::Names: return json({"lm_head", "model.embed_tokens"});
-    case SettingKind::Modules: return json({"q_proj", "k_proj", "o_proj"});
-    case SettingKind::DeviceMap: return json({json({"model.embed_tokens", "cpu"}), json({"model.layers.0", "disk"})});
+    case SettingKind::Names: return json::array({"lm_head", "model.embed_tokens"});
+    case SettingKind::Modules: return json::array({"q_proj", "k_proj", "o_proj"});
+    case SettingKind::DeviceMap:
+        return json::array({json::array({"model.embed_tokens", "cpu"}), json::array({"model.layers.0", "disk"})});
     case SettingKind::Text:
     case SettingKind::Path: return json(std::string("it's a \"value\" with spaces, ") + spec.key);
     }
@@ -166,7 +167,7 @@ TEST(SettingSchema, StoredJsonKeepsItsShape)
     lora.method = engine::train::TrainingMethod::Lora;
     const json withLora = engine::train::settingsToJson(lora);
     EXPECT_EQ(withLora.at("lora").at("r"), 8);
-    EXPECT_EQ(withLora.at("lora").at("target_modules"), json({"q_proj", "v_proj"}));
+    EXPECT_EQ(withLora.at("lora").at("target_modules"), json::array({"q_proj", "v_proj"}));
     lora.autoDeviceMap = true;
     EXPECT_EQ(engine::train::settingsToJson(lora).at("device_map"), "auto");
 }
