@@ -77,7 +77,8 @@ public:
                 help += " [may change with --resume]";
             CLI::Option *option = nullptr;
             if (spec.kind == SettingKind::Switch && spec.choices.empty()) {
-                option = m_command->add_flag(spec.flag, help);
+                // const: CLI11 would take a mutable string as the flag's result variable.
+                option = m_command->add_flag(spec.flag, std::as_const(help));
             } else {
                 option = m_command->add_option(spec.flag, m_texts[spec.key], help);
                 const std::string shown = spec.special && spec.valueOf(defaults) == nlohmann::json(spec.special->value)
@@ -312,7 +313,7 @@ private:
         if (!outcome.lossPlotPath.empty())
             std::printf("loss curve:   %s\n", outcome.lossPlotPath.c_str());
         if (!outcome.lastCheckpoint.empty())
-            std::printf("checkpoint:   %s  (continue with: tunebench train --resume %lld ...)\n",
+            std::printf("checkpoint:   %s  (continue with: tunebench train --resume %lld)\n",
                         outcome.lastCheckpoint.c_str(), static_cast<long long>(outcome.runId));
         if (!outcome.adapterPath.empty())
             std::printf("adapter:      %s  (PEFT; try: tunebench generate --model <base> --adapter %s)\n",
