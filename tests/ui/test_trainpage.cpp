@@ -185,6 +185,34 @@ TEST_F(TrainPageTest, TypingAnInvalidValueDisablesStartAndNamesTheField)
     EXPECT_TRUE(start->isEnabled()) << message->text().toStdString();
 }
 
+// An error the engine finds only when the job runs names its setting too (engine::Error::field()):
+// LoRA targets that match no module of the model mark the LoRA targets field, as a refused value is
+// marked, and Start waits for an edit.
+TEST_F(TrainPageTest, AJobErrorAboutASettingMarksThatField)
+{
+    child<QLineEdit>("model")->setText(QString::fromStdString(engine::demoBaseModelPath().string()));
+    child<QLineEdit>("data")->setText(uitest::smallCorpus());
+    child<QComboBox>("method")->setCurrentIndex(child<QComboBox>("method")->findData(QStringLiteral("lora")));
+    auto *targets = child<QLineEdit>("lora.target_modules");
+    ASSERT_TRUE(targets->isEnabled());
+    targets->setText(QStringLiteral("query_key_value"));
+    child<QSpinBox>("steps")->setValue(2);
+    ASSERT_TRUE(m_page->settingsValid()) << m_page->form()->problem().toStdString();
+    click("startButton");
+    ASSERT_TRUE(waitForIdle());
+    EXPECT_EQ(m_page->stateText(), QStringLiteral("Failed"));
+    EXPECT_EQ(m_page->form()->problemField(), targets);
+    EXPECT_TRUE(looksInvalid(targets));
+    EXPECT_TRUE(m_page->form()->problem().startsWith(QStringLiteral("LoRA targets: "))) << m_page->form()->problem().toStdString();
+    EXPECT_TRUE(m_page->form()->problem().contains(QStringLiteral("match no module of the model")))
+        << m_page->form()->problem().toStdString();
+    EXPECT_FALSE(child<QPushButton>("startButton")->isEnabled());
+    // Fixing the field clears the mark.
+    targets->setText(QStringLiteral("q_proj,v_proj"));
+    EXPECT_TRUE(m_page->settingsValid()) << m_page->form()->problem().toStdString();
+    EXPECT_FALSE(looksInvalid(targets));
+}
+
 TEST_F(TrainPageTest, PresetsFillTheFieldsAndAUserPresetIsKept)
 {
     auto *combo = child<QComboBox>("presetCombo");
