@@ -81,6 +81,7 @@ constexpr FrontCommand kFrontCommands[] = {
     {"runs", app::cli::makeRunsCommand},
     {"tokenize", app::cli::makeTokenizeCommand},
     {"plan", app::cli::makePlanCommand},
+    {"record", app::cli::makeRecordCommand},
 };
 
 const FrontCommand *frontCommand(std::string_view name)

@@ -2,6 +2,7 @@
 
 #include "engine/core/error.h"
 #include "bridge/enginejobs.h"
+#include "engine/inspect/tracefile.h"
 
 namespace bridge {
 
@@ -22,6 +23,9 @@ InspectionResult runInspectRequest(const InspectRequest &request, const std::fun
             break;
         case InspectRequest::Kind::ModelFolder:
             *report = engine().inspectModelFolder(request.path.toStdString(), request.inputs.toStdString());
+            break;
+        case InspectRequest::Kind::Trace: // torch-free: no need to load the engine module for it
+            *report = engine::inspect::inspectTraceFile(request.path.toStdString());
             break;
         }
     } catch (...) {

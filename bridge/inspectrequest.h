@@ -1,6 +1,7 @@
 #pragma once
 // An inspection job as a Qt value type: what to record (a built-in scenario, its fix, a TorchScript
-// module with its inputs, or a model folder with a text file) and, after it ran, the report.
+// module with its inputs, or a model folder with a text file) or read (a trace the Python recorder
+// wrote) and, after it ran, the report.
 
 #include "engine/inspect/inspectionreport.h"
 
@@ -13,10 +14,10 @@
 namespace bridge {
 
 struct InspectRequest {
-    enum class Kind { Scenario, VerifyFix, TorchScript, ModelFolder };
+    enum class Kind { Scenario, VerifyFix, TorchScript, ModelFolder, Trace };
     Kind kind = Kind::Scenario;
     QString scenario;   ///< Scenario / VerifyFix: "kv-cache-inplace", ...
-    QString path;       ///< TorchScript: the module file; ModelFolder: the folder
+    QString path;       ///< TorchScript: the module file; ModelFolder: the folder; Trace: the trace file
     QString inputs;     ///< TorchScript: torch.save([t1, ...]) file; ModelFolder: the text file
     QString method = QStringLiteral("forward");
 };

@@ -33,6 +33,7 @@ std::unique_ptr<Command> makePlanCommand(CLI::App &app, const GlobalOptions &glo
 std::unique_ptr<Command> makeInspectCommand(CLI::App &app, const GlobalOptions &globals);
 std::unique_ptr<Command> makeExportCommand(CLI::App &app, const GlobalOptions &globals);
 std::unique_ptr<Command> makeLaunchCommand(CLI::App &app, const GlobalOptions &globals);
+std::unique_ptr<Command> makeRecordCommand(CLI::App &app, const GlobalOptions &globals);
 
 /// Exit codes of the CLI.
 enum ExitCode : int { ExitOk = 0, ExitFailed = 1, ExitUsage = 2, ExitCancelled = 130 };

@@ -15,6 +15,7 @@ constexpr std::array kCommands{
     CommandInfo{"doctor", "Show the libtorch, CUDA, GPUs, threads and BLAS in use, and the matmul rate measured now against the CPU's"},
     CommandInfo{"plan", "Device map and training memory of a model on given devices"},
     CommandInfo{"inspect", "Record one training step and diagnose backward failures and NaNs"},
+    CommandInfo{"record", "Run your Python training program under the recorder: the line that broke backward"},
     CommandInfo{"export", "Export a run's training result: a PEFT adapter or a merged model"},
     CommandInfo{"launch", "Run `tunebench train` as N data-parallel ranks on this machine (like torchrun --standalone)"},
 };

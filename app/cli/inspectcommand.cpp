@@ -8,6 +8,7 @@
 #include "engine/core/error.h"
 #include "engine/inspect/inspector.h"
 #include "engine/inspect/inspectionoutput.h"
+#include "engine/inspect/tracefile.h"
 
 #include <cmath>
 #include <iostream>
@@ -23,7 +24,7 @@ public:
         std::string scenarios;
         for (const std::string &name : engine::inspect::scenarioNames())
             scenarios += "  " + name + ": " + engine::inspect::scenarioDescription(name) + "\n";
-        m_command->footer("Give one of --scenario, --torchscript (with --inputs), --model (with --data).\n"
+        m_command->footer("Give one of --scenario, --torchscript (with --inputs), --model (with --data), --trace FILE.\n"
                           "Exit code 0 when the inspection ran, whatever it found; see \"status\" in --json.\n"
                           "Scenarios:\n" + scenarios);
         auto *scenario = m_command->add_option("--scenario", m_scenario, "A built-in scenario (see below)");
@@ -38,8 +39,15 @@ public:
             ->check(CLI::PositiveNumber);
         m_command->add_flag("--verify-fix", m_verifyFix, "--scenario: rerun the step with the fix applied");
         m_command->add_flag("--json", m_json, "Print one JSON object");
-        m_command->add_flag("--trace", m_trace, "--json: include the op trace, storages and saved tensors");
+        // --trace FILE reads a trace a recorder wrote; --trace alone (the older meaning) puts the op trace
+        // into --json's output.
+        auto *trace = m_command->add_option("--trace", m_traceFile,
+                                            "FILE: diagnose a trace the Python recorder wrote (tunebench record; "
+                                            "docs/trace-format.md); alone, with --json: include the op trace, storages "
+                                            "and saved tensors")
+                          ->expected(0, 1);
         scenario->excludes(script)->excludes(model);
+        m_traceOption = trace;
         script->excludes(model)->needs(inputs);
         inputs->needs(script);
         model->needs(data);
@@ -53,7 +61,17 @@ public:
         return reportingErrors([this] {
             m_options.maxRecordBytes = static_cast<int64_t>(std::llround(m_maxRecordMib * 1024.0 * 1024.0));
             engine::inspect::InspectionReport report;
-            if (!m_scenario.empty()) {
+            const bool traceFile = m_traceOption->count() > 0 && !m_traceFile.empty();
+            const bool withOps = m_traceOption->count() > 0 && m_traceFile.empty();
+            if (traceFile && (!m_scenario.empty() || !m_torchScript.empty() || !m_model.empty()))
+                throw engine::invalidInput("--trace FILE reads a recorded trace: give it without --scenario, "
+                                           "--torchscript or --model");
+            if (traceFile) {
+                if (m_verifyFix)
+                    throw engine::invalidInput("--verify-fix reruns a built-in scenario; a trace of your program says "
+                                               "what to change and where instead");
+                report = engine::inspect::inspectTraceFile(m_traceFile);
+            } else if (!m_scenario.empty()) {
                 report = m_verifyFix ? engine::inspect::verifyFix(m_scenario, m_options)
                                      : engine::inspect::inspectScenario(m_scenario, m_options);
             } else if (m_verifyFix) {
@@ -63,11 +81,11 @@ public:
             } else if (!m_model.empty()) {
                 report = engine::inspect::inspectModelFolder(m_model, m_data, m_options);
             } else {
-                throw engine::invalidInput("give --scenario NAME, --torchscript FILE --inputs FILE, or --model DIR "
-                                           "--data FILE");
+                throw engine::invalidInput("give --scenario NAME, --torchscript FILE --inputs FILE, --model DIR "
+                                           "--data FILE, or --trace FILE");
             }
             if (m_json)
-                std::cout << engine::inspect::reportToJson(report, m_trace).dump() << "\n";
+                std::cout << engine::inspect::reportToJson(report, withOps).dump() << "\n";
             else
                 std::cout << engine::inspect::reportToText(report);
             return static_cast<int>(ExitOk);
@@ -78,7 +96,9 @@ private:
     CLI::App *m_command = nullptr;
     std::string m_scenario, m_torchScript, m_inputs, m_method = "forward", m_model, m_data;
     double m_maxRecordMib = 64;
-    bool m_verifyFix = false, m_json = false, m_trace = false;
+    std::string m_traceFile;
+    CLI::Option *m_traceOption = nullptr;
+    bool m_verifyFix = false, m_json = false;
     engine::inspect::InspectOptions m_options;
 };
 

@@ -1,6 +1,9 @@
 #include "engine/inspect/inspectionoutput.h"
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <iomanip>
 #include <sstream>
 
 namespace engine::inspect {
@@ -33,6 +36,39 @@ json tensorJson(const TensorInfo &t, bool withRange = false)
     return j;
 }
 
+json sourceJson(const std::optional<SourceLocation> &source)
+{
+    if (!source)
+        return nullptr;
+    return {{"file", source->file}, {"line", source->line}, {"function", source->function}, {"code", source->code}};
+}
+
+/// "model.py:187 in forward".
+std::string whereText(const SourceLocation &source)
+{
+    return source.file + ":" + std::to_string(source.line) + (source.function.empty() ? "" : " in " + source.function);
+}
+
+/// The line of `source`, with up to two lines around it when the file can be read here, each numbered,
+/// the line itself marked; just the recorded line when the file cannot be read.
+std::string sourceExcerpt(const SourceLocation &source, const std::string &indent)
+{
+    std::ostringstream out;
+    out << indent << whereText(source) << "\n";
+    std::ifstream file(source.file);
+    std::vector<std::string> lines;
+    for (std::string line; file && std::getline(file, line);)
+        lines.push_back(line);
+    const int64_t at = source.line;
+    if (at >= 1 && at <= static_cast<int64_t>(lines.size())) {
+        for (int64_t n = std::max<int64_t>(1, at - 2); n <= std::min<int64_t>(static_cast<int64_t>(lines.size()), at + 2); ++n)
+            out << indent << (n == at ? "> " : "  ") << std::setw(5) << n << " | " << lines[static_cast<size_t>(n - 1)] << "\n";
+    } else if (!source.code.empty()) {
+        out << indent << "> " << std::setw(5) << at << " | " << source.code << "\n";
+    }
+    return out.str();
+}
+
 std::string shapeString(const std::vector<int64_t> &shape)
 {
     std::string text = "[";
@@ -59,6 +95,10 @@ json reportToJson(const InspectionReport &report, bool includeTrace)
         j["culprit_op"] = c.culpritOp;
         j["culprit_index"] = c.culpritIndex;
         j["culprit_module"] = c.culpritModule;
+        j["culprit_source"] = sourceJson(c.culpritSource);
+        j["saved_by_source"] = sourceJson(c.savedBySource);
+        if (!c.storageName.empty())
+            j["tensor_name"] = c.storageName;
         j["saved_by_op"] = c.savedByOp;
         j["saved_by_op_index"] = c.savedByOpIndex;
         j["saved_by_module"] = c.savedByModule;
@@ -74,14 +114,15 @@ json reportToJson(const InspectionReport &report, bool includeTrace)
         j["raised_in_backward"] = c.raisedInBackward;
         json writes = json::array();
         for (const WriteInfo &w : c.writes)
-            writes.push_back({{"op", w.op}, {"index", w.opIndex}, {"module", w.module}, {"version_after", w.versionAfter}});
+            writes.push_back({{"op", w.op}, {"index", w.opIndex}, {"module", w.module}, {"version_after", w.versionAfter},
+                              {"source", sourceJson(w.source)}});
         j["writes"] = writes;
     }
     if (!report.mutations.empty()) {
         json mutations = json::array();
         for (const SilentMutation &m : report.mutations)
             mutations.push_back({{"tensor_shape", m.tensorShape}, {"saved_by_op", m.savedByOp},
-                                 {"backward_node", m.backwardNode}, {"module", m.module}});
+                                 {"backward_node", m.backwardNode}, {"module", m.module}, {"source", sourceJson(m.source)}});
         j["silent_mutations"] = mutations;
     }
     if (report.nan) {
@@ -89,6 +130,7 @@ json reportToJson(const InspectionReport &report, bool includeTrace)
         j["first_nan_op"] = n.op;
         j["first_nan_index"] = n.opIndex;
         j["first_nan_module"] = n.module;
+        j["first_nan_source"] = sourceJson(n.source);
         j["phase"] = phaseName(n.phase);
         j["first_nan_backward_node"] = n.backwardNode;
         j["first_nan_kind"] = n.hasNan ? "nan" : "inf";
@@ -121,7 +163,7 @@ json reportToJson(const InspectionReport &report, bool includeTrace)
             ops.push_back({{"index", op.index},          {"name", op.name},          {"phase", phaseName(op.phase)},
                            {"depth", op.depth},          {"seq", op.sequenceNr},     {"module", op.module},
                            {"backward_node", op.backwardNode}, {"writes", op.writesInput},
-                           {"inputs", inputs},           {"outputs", outputs}});
+                           {"inputs", inputs},           {"outputs", outputs}, {"source", sourceJson(op.source)}});
         }
         j["ops"] = ops;
         json storages = json::array();
@@ -130,7 +172,7 @@ json reportToJson(const InspectionReport &report, bool includeTrace)
             for (const StorageEvent &e : s.events)
                 events.push_back({{"kind", storageEventName(e.kind)}, {"op", e.opIndex}, {"version", e.version},
                                   {"saved_tensor", e.savedTensorId}});
-            storages.push_back({{"id", s.id}, {"label", s.label}, {"events", events}});
+            storages.push_back({{"id", s.id}, {"label", s.label}, {"name", s.name}, {"events", events}});
         }
         j["storages"] = storages;
         json saved = json::array();
@@ -168,12 +210,18 @@ std::string reportToText(const InspectionReport &report)
             << ", at version " << c.savedVersion << "\n";
         out << "  written by   " << c.culpritOp << " (op " << c.culpritIndex << ")"
             << (c.culpritModule.empty() ? "" : " in " + c.culpritModule) << "\n";
+        if (!c.storageName.empty())
+            out << "  which is     " << c.storageName << "\n";
         out << "  version now  " << c.currentVersion << " (expected " << c.savedVersion << ")\n";
+        if (c.culpritSource)
+            out << "\nThe write, in your code:\n" << sourceExcerpt(*c.culpritSource, "  ");
+        if (c.savedBySource)
+            out << "The use it broke (" << c.savedByOp << " saved the tensor here):\n" << sourceExcerpt(*c.savedBySource, "  ");
         if (c.writes.size() > 1) {
             out << "  every write after the save:\n";
             for (const WriteInfo &w : c.writes)
                 out << "    op " << w.opIndex << "  " << w.op << (w.module.empty() ? "" : "  " + w.module)
-                    << "  -> version " << w.versionAfter << "\n";
+                    << (w.source ? "  " + whereText(*w.source) : std::string()) << "  -> version " << w.versionAfter << "\n";
         }
         out << "\nHow to fix it (the one that fits first):\n";
         for (size_t i = 0; i < c.fixes.size(); ++i)
@@ -188,6 +236,8 @@ std::string reportToText(const InspectionReport &report)
         out << "\nFirst " << (n.hasNan ? "NaN" : "Inf") << ": " << n.op << " (op " << n.opIndex << ", "
             << phaseName(n.phase) << (n.backwardNode.empty() ? "" : ", in " + n.backwardNode) << ")"
             << (n.module.empty() ? "" : " in " + n.module) << "\n";
+        if (n.source)
+            out << sourceExcerpt(*n.source, "  ");
         for (const TensorInfo &t : n.inputs) {
             out << "  input " << shapeString(t.shape) << " " << t.dtype << "  range [" << t.min << ", " << t.max
                 << "]\n";

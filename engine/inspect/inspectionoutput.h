@@ -3,9 +3,11 @@
 // Torch-free.
 //
 // Top-level fields: status, summary, source, pytorch_error (always; "" when none); for
-// inplace_conflict: culprit_op, culprit_index, culprit_module, saved_by_op, backward_node,
-// tensor_shape, saved_version, current_version, fix (+ fixes, writes, predicted_before_backward);
-// for nan: first_nan_op, first_nan_module, phase; gradient_flow, gradient_problems, recording.
+// inplace_conflict: culprit_op, culprit_index, culprit_module, culprit_source, saved_by_op,
+// saved_by_source, backward_node, tensor_shape, saved_version, current_version, fix (+ fixes, writes,
+// predicted_before_backward, tensor_name when known); for nan: first_nan_op, first_nan_module,
+// first_nan_source, phase; gradient_flow, gradient_problems, recording. A source is
+// {"file", "line", "function", "code"}: the user's line, or null when the recording does not know it.
 
 #include "engine/inspect/inspectionreport.h"
 

@@ -42,6 +42,14 @@ struct TensorInfo {
     double max = 0;
 };
 
+/// Where in the user's code something happened: the innermost frame of the program (not torch's).
+struct SourceLocation {
+    std::string file;            ///< as the program's interpreter named it ("/home/me/llama/model.py")
+    int64_t line = 0;            ///< 1-based
+    std::string function;        ///< "forward"
+    std::string code;            ///< the line's text, stripped ("self.cache_k[:bsz, ...] = xk")
+};
+
 /// One op of the trace, in the order the ops started.
 struct OpRecord {
     int64_t index = 0;           ///< position in InspectionReport::ops
@@ -55,6 +63,7 @@ struct OpRecord {
     bool writesInput = false;    ///< some argument is written in place
     std::vector<TensorInfo> inputs;
     std::vector<TensorInfo> outputs;
+    std::optional<SourceLocation> source; ///< the user's line that led to the op, when the recorder knows it
 };
 
 /// A mark on a storage's version timeline.
@@ -75,6 +84,7 @@ struct StorageEvent {
 struct StorageTimeline {
     int64_t id = 0;
     std::string label;           ///< shape and dtype of the first tensor seen on it ("[1, 16, 8] float32")
+    std::string name;            ///< the parameter or buffer it holds ("layers.1.attention.cache_v"), when known
     std::vector<StorageEvent> events;
 };
 
@@ -100,6 +110,7 @@ struct WriteInfo {
     std::string op;                 ///< "aten::copy_"
     std::string module;
     int64_t versionAfter = 0;
+    std::optional<SourceLocation> source;
 };
 
 /// The in-place conflict: a saved tensor was written before backward used it.
@@ -117,6 +128,9 @@ struct InplaceConflict {
     std::string culpritOp;          ///< the first write after the save ("aten::copy_")
     int64_t culpritIndex = -1;      ///< its position in the trace (-1 when the trace dropped it)
     std::string culpritModule;
+    std::optional<SourceLocation> culpritSource; ///< the user's line of the culprit, when known
+    std::optional<SourceLocation> savedBySource; ///< the user's line of the op that saved the tensor
+    std::string storageName;        ///< the parameter or buffer written ("layers.1.attention.cache_k"), when known
     std::vector<WriteInfo> writes;  ///< every write to the storage after the save, in order
     std::vector<std::string> fixes; ///< in plain words, the one that fits first
     bool predicted = false;         ///< found by checking saved tensors before backward ran
@@ -130,6 +144,7 @@ struct SilentMutation {
     std::string savedByOp;
     std::string backwardNode;
     std::string module;
+    std::optional<SourceLocation> source;
 };
 
 /// Where NaN or Inf first appeared.
@@ -141,6 +156,7 @@ struct NanOrigin {
     std::string backwardNode;       ///< backward phase: the node the op ran in ("SqrtBackward0")
     std::vector<TensorInfo> inputs; ///< with min / max filled
     bool hasNan = false;            ///< NaN (else only Inf)
+    std::optional<SourceLocation> source; ///< the user's line of that op, when known
 };
 
 /// One parameter after backward.

@@ -8,6 +8,7 @@
 //   InspectionReport report = inspectStep(make, options);
 
 #include "engine/core/torcherror.h"
+#include "engine/inspect/diagnosis.h"
 #include "engine/inspect/inspector.h"
 #include "engine/inspect/inspectionreport.h"
 
@@ -20,9 +21,6 @@
 #include <ATen/core/Tensor.h>
 
 namespace engine::inspect {
-
-/// Hints that choose which fix reads first.
-enum class FixContext { Unknown, KvCache };
 
 /// One step to inspect: a forward that returns the loss (a tensor; backward runs on its sum).
 struct StepProgram {

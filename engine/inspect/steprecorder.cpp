@@ -41,15 +41,41 @@ thread_local std::vector<Frame> t_frames;
 /// hierarchy (entries "TOP(Decoder)::forward", "attention(CacheAttention)::forward") -> "attention".
 std::string torchScriptPath()
 {
-    std::string path;
+    std::string path, top;
     for (const std::string &entry : torch::jit::currentModuleHierarchy()) {
         const std::string name = entry.substr(0, entry.find_first_of("(:"));
+        if (name == "TOP" && top.empty()) { // "TOP(CacheAttention)::forward": the scripted module's class
+            const size_t open = entry.find('('), close = entry.find(')');
+            if (open != std::string::npos && close != std::string::npos && close > open + 1)
+                top = entry.substr(open + 1, close - open - 1);
+        }
         if (name.empty() || name == "TOP" || name == "SELF" || name == "INSTANCE_NAME_UNKNOWN" ||
             name.starts_with("CALL_FUNCTION"))
             continue;
         path += (path.empty() ? "" : ".") + name;
     }
-    return path;
+    // An op of the scripted module itself (not of a submodule) is named by the module's class.
+    return path.empty() ? top : path;
+}
+
+/// The script's line that the TorchScript op now running comes from: the innermost frame of the
+/// interpreter's call stack that has a file (a module scripted from the user's .py file). The line's
+/// text is read from the file afterwards (fillSourceCode), as the API differs between libtorch versions.
+std::optional<SourceLocation> torchScriptSource()
+{
+    const std::vector<torch::jit::StackEntry> stack = torch::jit::currentCallstack();
+    for (auto entry = stack.rbegin(); entry != stack.rend(); ++entry) {
+        const auto where = entry->range.file_line_col();
+        if (!where || std::get<0>(*where).empty())
+            continue;
+        SourceLocation source;
+        source.file = std::get<0>(*where);
+        source.line = static_cast<int64_t>(std::get<1>(*where));
+        const std::string &function = entry->filename; // the function's qualified name, despite the field's name
+        source.function = function.substr(function.find_last_of('.') == std::string::npos ? 0 : function.find_last_of('.') + 1);
+        return source;
+    }
+    return std::nullopt;
 }
 
 } // namespace
@@ -230,6 +256,8 @@ std::unique_ptr<at::ObserverContext> onOpStart(const at::RecordFunction &fn)
     record.depth = static_cast<int>(t_frames.size());
     record.sequenceNr = frame.seqNr;
     record.module = frame.module;
+    if (state->options.torchScriptScopes && !state->backward && !backwardNode)
+        record.source = torchScriptSource();
 
     static const std::vector<bool> kNoWrites;
     const std::vector<bool> &writes = backwardNode ? kNoWrites : state->writeArgs(fn);
@@ -585,6 +613,21 @@ std::vector<int64_t> StepRecorder::silentMutations() const
 {
     std::lock_guard lock(m_state->mutex);
     return m_state->mutated;
+}
+
+void StepRecorder::nameStorages(const std::vector<std::pair<std::string, at::Tensor>> &named)
+{
+    std::lock_guard lock(m_state->mutex);
+    for (const auto &[name, tensor] : named) {
+        if (!tensor.defined() || !tensor.has_storage())
+            continue;
+        const auto it = m_state->storageIds.find(tensor.storage().unsafeGetStorageImpl());
+        if (it == m_state->storageIds.end() || it->second.weak.expired())
+            continue;
+        StorageTimeline &timeline = m_state->storages[static_cast<size_t>(it->second.id - 1)];
+        if (timeline.name.empty())
+            timeline.name = name;
+    }
 }
 
 std::string StepRecorder::limitError() const

@@ -14,11 +14,13 @@
 //   recorder.fill(report);                           // ops, storages, saved tensors, diagnoses' raw data
 // With options.recordOps = false only the saved-tensor hooks run (the cheap guard mode).
 
+#include "engine/inspect/diagnosis.h"
 #include "engine/inspect/inspectionreport.h"
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -32,13 +34,6 @@ struct RecordOptions {
     bool checksums = true;                ///< checksum saved tensors at save and at unpack (silent mutation)
     bool findNan = true;                  ///< check op outputs for NaN/Inf until the first is found
     bool torchScriptScopes = false;       ///< take module paths from the TorchScript interpreter
-};
-
-/// A saved tensor whose version moved between save and the check.
-struct StaleSaved {
-    int64_t savedId = -1;
-    int64_t savedVersion = 0;
-    int64_t currentVersion = 0;
 };
 
 struct RecorderState;
@@ -68,6 +63,9 @@ public:
     std::vector<int64_t> silentMutations() const;
     /// Set when the recording exceeded twice its bound even for the events diagnoses need.
     std::string limitError() const;
+    /// Names the storages the recording saw that hold these tensors (parameters, buffers), so that the
+    /// version timeline says "layers.0.self_attn.q_proj.weight" rather than a shape. Call before fill().
+    void nameStorages(const std::vector<std::pair<std::string, at::Tensor>> &named);
 
     /// Copies the trace, storages, saved tensors, NaN origin and stats into `report`.
     void fill(InspectionReport &report) const;

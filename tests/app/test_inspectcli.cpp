@@ -117,6 +117,37 @@ TEST_F(InspectCliTest, ModelFolderStep)
     EXPECT_EQ(j["gradient_problems"].size(), 0u) << j.dump();
 }
 
+// A trace the Python recorder wrote, read back: the JSON names the user's line, the op trace only
+// with --trace alone (its older meaning), and the readable report shows the line.
+TEST_F(InspectCliTest, ATraceOfAPythonProgramNamesTheLine)
+{
+    const std::string trace = (kData / "traces" / "kv-cache.jsonl").string();
+    const json j = runJson({"--trace", trace});
+    EXPECT_EQ(j["status"], "inplace_conflict");
+    EXPECT_EQ(j["culprit_op"], "aten::copy_");
+    EXPECT_EQ(j["culprit_index"], 4);
+    EXPECT_EQ(j["culprit_module"], "layers.0.attention");
+    EXPECT_EQ(j["culprit_source"], json({{"file", "/home/user/llama/model.py"}, {"line", 12}, {"function", "forward"},
+                                         {"code", "self.cache_k[:bsz, start_pos : start_pos + seqlen] = xk"}}));
+    EXPECT_EQ(j["saved_by_op"], "aten::bmm");
+    EXPECT_EQ(j["backward_node"], "BmmBackward0");
+    EXPECT_EQ(j["saved_version"], 1);
+    EXPECT_EQ(j["current_version"], 3);
+    EXPECT_FALSE(j.contains("ops")) << "--trace FILE reads a trace; it does not add the op list";
+    const json nan = runJson({"--trace", (kData / "traces" / "nan-log.jsonl").string()});
+    EXPECT_EQ(nan["status"], "nan");
+    EXPECT_EQ(nan["first_nan_op"], "aten::log");
+    EXPECT_EQ(nan["first_nan_source"]["line"], 22);
+    const ProcessResult text = run({"--trace", trace});
+    ASSERT_EQ(text.exitCode, 0) << text.err;
+    EXPECT_NE(text.out.find("The write, in your code:"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("/home/user/llama/model.py:12 in forward"), std::string::npos) << text.out;
+    // --trace alone keeps its meaning: the op trace in the JSON of a recorded scenario.
+    const json withOps = runJson({"--scenario", "kv-cache-inplace", "--trace"});
+    EXPECT_TRUE(withOps.contains("ops"));
+    EXPECT_FALSE(withOps["ops"].empty());
+}
+
 TEST_F(InspectCliTest, BadInputIsOneClearError)
 {
     const std::string module = (kData / "inplace_cache.pt").string();
@@ -129,4 +160,10 @@ TEST_F(InspectCliTest, BadInputIsOneClearError)
     expectOneErrorLine({"--scenario", "kv-cache-inplace", "--max-record-mib", "0.0005"}, "memory bound");
     expectOneErrorLine({"--torchscript", module}, "--inputs");
     expectOneErrorLine({}, "give --scenario");
+    expectOneErrorLine({"--trace", (kData / "inplace_cache_expected.json").string()}, "is not a tunebench trace");
+    expectOneErrorLine({"--trace", (kData / "nope.jsonl").string()}, "no such trace file");
+    expectOneErrorLine({"--trace", (kData / "traces" / "kv-cache.jsonl").string(), "--scenario", "nan-log"},
+                       "--trace FILE reads a recorded trace");
+    expectOneErrorLine({"--trace", (kData / "traces" / "kv-cache.jsonl").string(), "--verify-fix"},
+                       "--verify-fix reruns a built-in scenario");
 }

@@ -7,17 +7,23 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDragEnterEvent>
+#include <QDropEvent>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMimeData>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QTabWidget>
 #include <QTableWidget>
+#include <QUrl>
 #include <QVBoxLayout>
 
+#include <map>
 #include <set>
 
 namespace ui {
@@ -61,9 +67,27 @@ VersionTimelineData timelineData(const InspectionReport &report)
     auto opModule = [&](int64_t index) {
         return index >= 0 && index < static_cast<int64_t>(report.ops.size()) ? fromStd(report.ops[size_t(index)].module) : QString();
     };
+    // The op whose output first lies on each storage: a track is named after its tensor.
+    std::map<int64_t, int64_t> producer;
+    for (const auto &op : report.ops) {
+        for (const auto &t : op.outputs) {
+            if (t.storageId > 0)
+                producer.emplace(t.storageId, op.index);
+        }
+    }
     for (const auto &storage : report.storages) {
         VersionTrack track;
         track.shape = fromStd(storage.label);
+        track.name = fromStd(storage.name);
+        if (const auto it = producer.find(storage.id); it != producer.end()) {
+            track.producer = opName(it->second);
+            track.producerOp = static_cast<int>(it->second);
+            if (track.name.isEmpty()) {
+                const QString module = opModule(it->second);
+                track.name = module.isEmpty() ? QObject::tr("output of %1").arg(track.producer)
+                                              : QObject::tr("output of %1 in %2").arg(track.producer, module);
+            }
+        }
         bool involved = false;
         for (const auto &event : storage.events) {
             VersionEvent mark;
@@ -88,8 +112,8 @@ VersionTimelineData timelineData(const InspectionReport &report)
             involved = involved || mark.conflict;
             track.events.push_back(mark);
         }
-        if (involved)
-            track.name = QStringLiteral("conflict");
+        if (involved && track.name.isEmpty())
+            track.name = QObject::tr("the tensor written in place");
         // The storage in the conflict goes first: the answer before the detail.
         if (involved)
             data.tracks.prepend(track);
@@ -139,8 +163,8 @@ AutogradGraphData graphData(const InspectionReport &report)
 
 InspectPage::InspectPage(bridge::EngineBridge &bridge, QWidget *parent) : QWidget(parent), m_bridge(bridge)
 {
-    m_headline = new QLabel(tr("Run a built-in scenario, or inspect your TorchScript module, to see why backward failed "
-                               "or where a NaN began."),
+    m_headline = new QLabel(tr("Run a built-in scenario, inspect your TorchScript module, or open a trace of your Python "
+                               "program (tunebench record train.py) to see why backward failed or where a NaN began."),
                             this);
     m_headline->setObjectName(QStringLiteral("inspectHeadline"));
     m_headline->setWordWrap(true);
@@ -215,9 +239,11 @@ InspectPage::InspectPage(bridge::EngineBridge &bridge, QWidget *parent) : QWidge
     layout->addWidget(m_tabs, 1);
 
     connect(&m_bridge, &bridge::EngineBridge::inspectionFinished, this, &InspectPage::onInspectionFinished);
+    setAcceptDrops(true);
     connect(&m_bridge, &bridge::EngineBridge::busyChanged, this, [this](bool busy) {
         m_runButton->setEnabled(!busy);
         m_scriptButton->setEnabled(!busy);
+        m_traceButton->setEnabled(!busy);
         m_fixButton->setEnabled(!busy && !m_lastScenario.isEmpty() && m_lastScenario != QLatin1String("kv-cache-fixed"));
     });
 }
@@ -245,12 +271,18 @@ QWidget *InspectPage::createSourceBar()
     connect(m_fixButton, &QPushButton::clicked, this, &InspectPage::verifyFix);
     m_scriptButton = new QPushButton(tr("Inspect TorchScript…"), bar);
     connect(m_scriptButton, &QPushButton::clicked, this, &InspectPage::inspectTorchScriptDialog);
+    m_traceButton = new QPushButton(tr("Open Trace…"), bar);
+    m_traceButton->setObjectName(QStringLiteral("inspectOpenTrace"));
+    m_traceButton->setToolTip(tr("A trace of your Python program, written by tunebench record (or python3 -m "
+                                 "tunebench_record) when backward failed or a NaN appeared; you can also drop it here"));
+    connect(m_traceButton, &QPushButton::clicked, this, &InspectPage::openTraceDialog);
     row->addWidget(new QLabel(tr("Scenario:"), bar));
     row->addWidget(m_scenarioCombo);
     row->addWidget(m_runButton);
     row->addWidget(m_fixButton);
     row->addStretch(1);
     row->addWidget(m_scriptButton);
+    row->addWidget(m_traceButton);
     return bar;
 }
 
@@ -262,7 +294,9 @@ bool InspectPage::inspect(const bridge::InspectRequest &request)
         return false;
     }
     m_waiting = true;
-    m_lastScenario = request.kind == bridge::InspectRequest::Kind::TorchScript ? QString() : request.scenario;
+    const bool scenario = request.kind == bridge::InspectRequest::Kind::Scenario
+        || request.kind == bridge::InspectRequest::Kind::VerifyFix;
+    m_lastScenario = scenario ? request.scenario : QString();
     m_headline->setText(tr("Recording one step…"));
     m_detail->clear();
     return true;
@@ -305,6 +339,37 @@ void InspectPage::inspectTorchScriptDialog()
     inspect(request);
 }
 
+bool InspectPage::openTrace(const QString &path)
+{
+    bridge::InspectRequest request;
+    request.kind = bridge::InspectRequest::Kind::Trace;
+    request.path = path;
+    return inspect(request);
+}
+
+void InspectPage::openTraceDialog()
+{
+    const QString trace = QFileDialog::getOpenFileName(this, tr("Open a Trace of Your Program"), QString(),
+                                                       tr("Traces (*.jsonl *.trace);;All files (*)"));
+    if (!trace.isEmpty())
+        openTrace(trace);
+}
+
+void InspectPage::dragEnterEvent(QDragEnterEvent *event)
+{
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (urls.size() == 1 && urls.front().isLocalFile() && QFileInfo(urls.front().toLocalFile()).isFile())
+        event->acceptProposedAction();
+}
+
+void InspectPage::dropEvent(QDropEvent *event)
+{
+    const QString path = event->mimeData()->urls().value(0).toLocalFile();
+    if (path.isEmpty() || !openTrace(path))
+        return;
+    event->acceptProposedAction();
+}
+
 void InspectPage::onInspectionFinished(const bridge::InspectionResult &report)
 {
     if (!m_waiting)
@@ -332,6 +397,13 @@ void InspectPage::showReport(const bridge::InspectionResult &result)
                             shapeText(c.tensorShape), fromStd(c.dtype), fromStd(c.savedByOp), fromStd(c.backwardNode))
                        .arg(c.savedVersion)
                        .arg(c.currentVersion);
+        if (c.culpritSource)
+            detail << tr("In your code: %1:%2 (%3): %4")
+                          .arg(fromStd(c.culpritSource->file))
+                          .arg(c.culpritSource->line)
+                          .arg(fromStd(c.culpritSource->function), fromStd(c.culpritSource->code));
+        if (!c.storageName.empty())
+            detail << tr("The tensor written is %1.").arg(fromStd(c.storageName));
         if (!c.fixes.empty())
             detail << tr("Fix: %1").arg(fromStd(c.fixes.front()));
         for (size_t i = 1; i < c.fixes.size(); ++i)
@@ -345,6 +417,11 @@ void InspectPage::showReport(const bridge::InspectionResult &result)
         headline = tr("%1 first appeared in %2 (%3, %4 pass, op #%5).")
                        .arg(n.hasNan ? QStringLiteral("NaN") : QStringLiteral("Inf"), fromStd(n.op), moduleText(n.module),
                             fromStd(engine::inspect::phaseName(n.phase)), QString::number(n.opIndex));
+        if (n.source)
+            detail << tr("In your code: %1:%2 (%3): %4")
+                          .arg(fromStd(n.source->file))
+                          .arg(n.source->line)
+                          .arg(fromStd(n.source->function), fromStd(n.source->code));
         for (const auto &input : n.inputs)
             detail << tr("input %1 %2: values from %3 to %4").arg(shapeText(input.shape), fromStd(input.dtype)).arg(input.min).arg(input.max);
         break;
@@ -361,12 +438,18 @@ void InspectPage::showReport(const bridge::InspectionResult &result)
         headline = tr("The inspection could not run: %1").arg(fromStd(r.error));
         break;
     case InspectStatus::Ok:
-        headline = r.backwardSucceeded ? tr("Backward succeeded: no in-place conflict, no NaN, no silent mutation.")
-                                       : fromStd(r.summary);
+        if (!r.gradientProblems.empty()) {
+            // The findings first: backward ran, but the optimizer or the gradients are wrong.
+            headline = tr("Backward succeeded, but %1.").arg(fromStd(r.gradientProblems.front()));
+            detail << tr("No in-place conflict, no NaN, no silent mutation.");
+        } else {
+            headline = r.backwardSucceeded ? tr("Backward succeeded: no in-place conflict, no NaN, no silent mutation.")
+                                           : fromStd(r.summary);
+        }
         break;
     }
-    for (const auto &problem : r.gradientProblems)
-        detail << fromStd(problem);
+    for (size_t i = r.status == InspectStatus::Ok ? 1 : 0; i < r.gradientProblems.size(); ++i)
+        detail << fromStd(r.gradientProblems[i]);
     if (r.stats.opsDropped > 0)
         detail << tr("The recording kept %1 of %2 ops (memory bound %3 MiB).")
                       .arg(r.stats.opsKept)
@@ -374,10 +457,15 @@ void InspectPage::showReport(const bridge::InspectionResult &result)
                       .arg(r.stats.byteLimit >> 20);
     m_headline->setText(headline);
     m_detail->setText(detail.join(QLatin1Char('\n')));
+    // Red: backward failed or its gradients are wrong; amber: it ran, with findings; green: clean.
     QPalette palette = m_headline->palette();
-    const bool bad = r.status != InspectStatus::Ok || !r.gradientProblems.empty();
-    palette.setColor(QPalette::WindowText, bad ? QColor(0xc6, 0x28, 0x28) : QColor(0x2e, 0x7d, 0x32));
+    const bool failed = r.status != InspectStatus::Ok;
+    const bool warned = !failed && !r.gradientProblems.empty();
+    palette.setColor(QPalette::WindowText, failed ? QColor(0xc6, 0x28, 0x28)
+                                           : warned ? QColor(0xb2, 0x6a, 0x00)
+                                                    : QColor(0x2e, 0x7d, 0x32));
     m_headline->setPalette(palette);
+    m_headline->setProperty("severity", failed ? QStringLiteral("error") : warned ? QStringLiteral("warning") : QStringLiteral("ok"));
 
     m_timeline->setData(timelineData(r));
     m_graph->setData(graphData(r));

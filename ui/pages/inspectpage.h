@@ -40,6 +40,8 @@ public:
     bool inspect(const bridge::InspectRequest &request);
     /// Inspects the built-in scenario `name`.
     bool inspectScenario(const QString &name);
+    /// Reads a trace the Python recorder wrote (`tunebench record`) and shows its diagnosis.
+    bool openTrace(const QString &path);
     /// Shows a report (also used by the training guard's hand-over).
     void showReport(const bridge::InspectionResult &report);
 
@@ -48,17 +50,23 @@ public:
     VersionTimelineWidget *timeline() const { return m_timeline; }
     AutogradGraphView *graphView() const { return m_graph; }
     QTableWidget *opTable() const { return m_ops; }
+    QLabel *headline() const { return m_headline; }
 
 Q_SIGNALS:
     void statusMessage(const QString &text, int timeoutMs);
     /// An inspection finished and its report is shown.
     void reportShown();
 
+protected:
+    void dragEnterEvent(QDragEnterEvent *event) override;
+    void dropEvent(QDropEvent *event) override;
+
 private:
     QWidget *createSourceBar();
     void runSelectedScenario();
     void verifyFix();
     void inspectTorchScriptDialog();
+    void openTraceDialog();
     void fillOps();
     void fillGradients();
     void selectOp(int opIndex);
@@ -73,6 +81,7 @@ private:
     QPushButton *m_runButton = nullptr;
     QPushButton *m_fixButton = nullptr;
     QPushButton *m_scriptButton = nullptr;
+    QPushButton *m_traceButton = nullptr;
     QLabel *m_headline = nullptr;
     QLabel *m_detail = nullptr;
     QTabWidget *m_tabs = nullptr;
