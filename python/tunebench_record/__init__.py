@@ -47,7 +47,7 @@ def _make(trace=None, nan_check=True, max_record_mib=64, always_write=False, che
                       nan_check=nan_check, max_record_mib=max_record_mib, always_write=always_write,
                       checksums=checksums, program=program, argv=argv if argv is not None else list(sys.argv),
                       report=handoff.report, where=where)
-    return Recorder(torch, compat.Features(torch), options)
+    return Recorder(torch, compat.features(torch), options)
 
 
 def enable(trace=None, nan_check=True, max_record_mib=64, always_write=False, checksums=True, **kw):
@@ -81,11 +81,12 @@ def disable(quiet=False):
 
 
 @contextlib.contextmanager
-def recording(trace=None, **kw):
-    """Records the block: `with tunebench_record.recording(): ...`. Yields the recorder."""
+def recording(trace=None, quiet_end=False, **kw):
+    """Records the block: `with tunebench_record.recording(): ...`. Yields the recorder. Takes
+    enable()'s arguments; `quiet_end`: say nothing when no backward ran in the block."""
     recorder = enable(trace, **kw)
     try:
         yield recorder
     finally:
         if _active is recorder:
-            disable()
+            disable(quiet=quiet_end)

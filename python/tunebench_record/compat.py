@@ -107,6 +107,17 @@ class Features:
         self.unpack_error_exact = _unpack_error_passes_unchanged(torch)
 
 
+_features = {}
+
+
+def features(torch):
+    """Features(torch), found once per process."""
+    f = _features.get(id(torch))
+    if f is None:
+        f = _features[id(torch)] = Features(torch)
+    return f
+
+
 class _Probe(RuntimeError):
     pass
 

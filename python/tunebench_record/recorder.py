@@ -45,13 +45,15 @@ _UNINITIALIZED = frozenset(("aten::empty", "aten::empty_like", "aten::empty_stri
                             "aten::new_empty_strided", "aten::_empty_affine_quantized", "aten::resize_",
                             "aten::resize_as_", "aten::set_", "aten::empty_permuted"))
 
+_CHECKSUM_CACHE = 64  # saved tensors whose checksums are reused while no op writes
+
 _NAN_BATCH = 64  # device (non-CPU) outputs: finite checks are queued and read this many at a time
 
 
 class _OpInfo:
     """What an op's schema says, once per op overload."""
     __slots__ = ("name", "arg_writes", "kw_writes", "ret_fresh", "ret_writes", "ret_names", "skip_nan",
-                 "overwrites", "returns_tensor")
+                 "overwrites", "returns_tensor", "makes_constants")
 
     def __init__(self, func):
         schema = func._schema
@@ -74,6 +76,10 @@ class _OpInfo:
         self.skip_nan = views_only or self.name in _UNINITIALIZED
         self.overwrites = self.name in _OVERWRITES
         self.returns_tensor = len(schema.returns) == 1 and str(schema.returns[0].type) == "Tensor"
+        # ops that build constants (a -inf attention mask): an Inf they make is no NaN/Inf origin
+        short = self.name.split("::", 1)[-1]
+        self.makes_constants = ("fill" in short or "full" in short
+                                or short in ("scalar_tensor", "tensor", "lift_fresh", "lift_fresh_copy"))
 
 
 class _Box:
@@ -141,10 +147,13 @@ class Recorder:
         self.features = features
         self.options = options
         self.Tensor = torch.Tensor
+        self._grad_enabled = torch.is_grad_enabled
         self._disable = getattr(torch._C, "_DisableTorchDispatch", None)
         self._recording = False
         self._started = False
         self._opinfo = {}
+        self._frame_ids = {}      # (code, line) -> index into _frame_table (ops keep the int)
+        self._frame_table = []
         self._node_saved_attrs = {}
         self._result_saves = {}
         self._next_gidx = 0
@@ -192,6 +201,8 @@ class Recorder:
         self._ops_dropped = 0
         self._first_dropped = -1
         self._nan_op = None          # OpRec where NaN/Inf first appeared in this window
+        self._nonfinite = set()      # (storage, version) of outputs that held an expected Inf
+        self._ck_cache = {}          # (TensorImpl address, version) -> (tensor, checksum)
         self._nan_has_nan = False
         self._inplace_error = None
         self._loss = None
@@ -286,12 +297,15 @@ class Recorder:
         self._slabel[sid] = (tuple(t.shape), t.dtype)
         return sid
 
-    def _tinfo(self, t, written, fresh=False):
+    def _tinfo(self, t, written, fresh=False, bump=False):
+        """A tensor info tuple (records.SHAPE, ...): plain values, so the garbage collector soon stops
+        tracking it. `bump`: the op writes it; its version after is read back by _flush."""
         try:
             v = t._version
         except Exception:
             v = -1
-        return [t.shape, t.dtype, t.device, self._storage(t, fresh), v, v, written, False, None]
+        return (tuple(t.shape), t.dtype, t.device, self._storage(t, fresh), v, v + 1 if bump and v >= 0 else v,
+                written, False, None)
 
     def _keep(self, op, force=False):
         self._ops_seen += 1
@@ -352,11 +366,13 @@ class Recorder:
         """Reads what an op's autograd kernel did after the op returned: the versions its in-place
         writes reached, and the node it created."""
         if self._pending_written:
-            for ti, t in self._pending_written:
+            for op, output, i, t in self._pending_written:
                 try:
-                    ti[R.VERSION_AFTER] = t._version
+                    v = t._version
                 except Exception:
-                    pass
+                    continue
+                if (op.outputs if output else op.inputs)[i][R.VERSION_AFTER] != v:
+                    _patch(op, output, i, R.VERSION_AFTER, v)
             self._pending_written = []
         if self._pending_ops:
             for op, outs, info in self._pending_ops:
@@ -415,6 +431,12 @@ class Recorder:
             depth = 0
             module = self._module
             frame = frames.capture()
+            if frame is not None:
+                fid = self._frame_ids.get(frame)
+                if fid is None:
+                    fid = self._frame_ids[frame] = len(self._frame_table)
+                    self._frame_table.append(frame)
+                frame = fid
         op = OpRec(self._gidx(), info.name, "backward" if backward else "forward", False, depth, module, frame)
         if self._pending_packs:
             for s in self._pending_packs:
@@ -428,10 +450,9 @@ class Recorder:
         for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 w = wflags[i] if i < nw else False
-                ti = self._tinfo(a, w)
-                ins.append(ti)
                 if w:
-                    written.append((ti, a))
+                    written.append((len(ins), a))
+                ins.append(self._tinfo(a, w, bump=w))
             elif isinstance(a, (list, tuple)):
                 for x in a:
                     if isinstance(x, Tensor):
@@ -440,14 +461,16 @@ class Recorder:
             for k, a in kwargs.items():
                 if isinstance(a, Tensor):
                     w = info.kw_writes.get(k, False)
-                    ti = self._tinfo(a, w)
-                    ins.append(ti)
                     if w:
-                        written.append((ti, a))
-        nan = self._nan_active and not backward and not info.skip_nan
-        pre_ranges = None
-        if nan and written and not info.overwrites:
-            pre_ranges = self._ranges_before(written)
+                        written.append((len(ins), a))
+                    ins.append(self._tinfo(a, w, bump=w))
+                elif isinstance(a, (list, tuple)):
+                    for x in a:
+                        if isinstance(x, Tensor):
+                            ins.append(self._tinfo(x, False))
+        # NaN search: the forward ops run with grad enabled (the step, not the optimizer's no-grad
+        # updates) and the aten ops backward nodes run, until the first NaN/Inf origin
+        nan = self._nan_active and not info.skip_nan and (depth == 1 if backward else self._grad_enabled())
 
         out = func(*args, **kwargs)
         if info.returns_tensor and isinstance(out, (bool, int, float, complex)):
@@ -459,23 +482,25 @@ class Recorder:
         single_list = isinstance(out, list)
         oinfos = []
         out_tensors = []
+        pending = self._pending_written
         for j, o in enumerate(outs):
             if isinstance(o, Tensor):
                 r = 0 if single_list else j
                 f = fresh[r] if r < len(fresh) else False
-                ti = self._tinfo(o, False, f)
-                oinfos.append(ti)
+                w = r < len(rw) and rw[r]
+                if w:
+                    pending.append((op, True, len(oinfos), o))
+                oinfos.append(self._tinfo(o, False, f, bump=w))
                 out_tensors.append(o)
-                if r < len(rw) and rw[r]:
-                    ti[R.VERSION_AFTER] = ti[R.VERSION_BEFORE] + 1
-                    self._pending_written.append((ti, o))
-        for ti, t in written:
-            ti[R.VERSION_AFTER] = ti[R.VERSION_BEFORE] + 1  # until _flush reads the bump itself
-            self._pending_written.append((ti, t))
-        op.inputs = ins
-        op.outputs = oinfos
-        op.writes = bool(written)
-        found = nan and out_tensors and self._check_outputs(op, out_tensors, oinfos, args, kwargs, ins, pre_ranges)
+        for i, t in written:
+            pending.append((op, False, i, t))  # the version after, read by _flush once autograd bumped it
+        op.inputs = tuple(ins)
+        op.outputs = tuple(oinfos)
+        if written:
+            op.writes = True
+            if self._ck_cache:
+                self._ck_cache = {}
+        found = nan and out_tensors and self._search_outputs(op, info, out_tensors, args, kwargs)
         self._keep(op, force=bool(found))
         if out_tensors and not backward:
             self._pending_ops.append((op, out_tensors, info))
@@ -497,25 +522,22 @@ class Recorder:
         return again if isinstance(again, self.Tensor) else out
 
     # ------------------------------------------------------------------ NaN search
-    def _ranges_before(self, written):
+    # As the engine's recorder (engine/inspect/steprecorder.cpp): an op's output holding NaN is an
+    # origin; one holding only Inf is not when the op builds constants (a -inf mask: full, fill,
+    # masked_fill) or an input already held non-finite values (the mask carried along). Outputs on
+    # the CPU are checked at once (one sum; isfinite only when the sum is not finite); on a device
+    # the checks are queued and read _NAN_BATCH at a time, so that no op waits for the device.
+    def _search_outputs(self, op, info, outs, args, kwargs):
         torch = self.torch
-        ranges = {}
-        for ti, t in written:
-            if t.is_floating_point() and t.numel():
-                try:
-                    ranges[id(ti)] = (t.min(), t.max())
-                except Exception:
-                    pass
-        return ranges
-
-    def _check_outputs(self, op, outs, oinfos, args, kwargs, ins, pre_ranges):
-        torch = self.torch
-        for o, oi in zip(outs, oinfos):
+        inputs = None
+        for j, o in enumerate(outs):
             if not (o.is_floating_point() or o.is_complex()) or not o.numel():
                 continue
+            if inputs is None:
+                inputs = self._input_tensors(args, kwargs)
             if o.device.type != "cpu":
-                self._nan_pending.append((op, oi, torch.isfinite(o).all(), self._input_refs(args, kwargs, ins),
-                                          pre_ranges, o.isnan().any()))
+                self._nan_pending.append((op, j, info, torch.isfinite(o).all(), o.isnan().any(),
+                                          [weakref.ref(t) for t in inputs]))
                 if len(self._nan_pending) >= _NAN_BATCH:
                     self._check_nan_pending()
                 continue
@@ -524,14 +546,12 @@ class Recorder:
             else:
                 s = o.sum().item()
                 finite = (s - s == 0) or bool(torch.isfinite(o).all())
-            if not finite:
-                oi[R.NON_FINITE] = True
-                self._found_nan(op, bool(o.isnan().any()), self._input_refs(args, kwargs, ins), pre_ranges)
+            if not finite and self._judge(op, j, info, bool(o.isnan().any()), inputs):
                 return True
         return False
 
-    def _input_refs(self, args, kwargs, ins):
-        """(tensor info, tensor) for each input, in the order of `ins`."""
+    def _input_tensors(self, args, kwargs):
+        """The op's tensor arguments, in the order of its input infos."""
         Tensor = self.Tensor
         tensors = []
         for a in list(args) + list(kwargs.values()):
@@ -539,40 +559,62 @@ class Recorder:
                 tensors.append(a)
             elif isinstance(a, (list, tuple)):
                 tensors.extend(x for x in a if isinstance(x, Tensor))
-        return [(ti, weakref.ref(t)) for ti, t in zip(ins, tensors)]
+        return tensors
+
+    def _judge(self, op, j, info, has_nan, inputs):
+        """Output j held NaN or Inf: True when it is the origin (then recorded as such)."""
+        _patch(op, True, j, R.NON_FINITE, True)
+        oi = op.outputs[j]
+        ins = op.inputs
+        key = (oi[R.STORAGE], oi[R.VERSION_AFTER])
+        if not has_nan:
+            expected = info.makes_constants or any((ti[R.STORAGE], ti[R.VERSION_BEFORE]) in self._nonfinite
+                                                   for ti in ins if ti[R.STORAGE])
+            if not expected:
+                for ti, t in zip(ins, inputs):
+                    if ti[R.WRITTEN]:
+                        continue  # an in-place op's own result: not what it read
+                    t = t() if isinstance(t, weakref.ref) else t
+                    if t is not None and (t.is_floating_point() or t.is_complex()) and t.numel() \
+                            and not bool(self.torch.isfinite(t).all()):
+                        expected = True
+                        break
+            if expected:
+                self._nonfinite.add(key)
+                return False
+        self._found_nan(op, has_nan, inputs)
+        return True
 
     def _check_nan_pending(self):
         pending, self._nan_pending = self._nan_pending, []
         if not pending or not self._nan_active:
             return
         torch = self.torch
-        flags = torch.stack([p[2] for p in pending]).tolist()
-        for p, ok in zip(pending, flags):
-            if not ok:
-                op, oi, _, refs, pre_ranges, has_nan = p
-                oi[R.NON_FINITE] = True
-                self._found_nan(op, bool(has_nan), refs, pre_ranges)
+        flags = torch.stack([p[3] for p in pending]).tolist()
+        for p, finite in zip(pending, flags):
+            if finite:
+                continue
+            op, j, info, _, has_nan, refs = p
+            if self._judge(op, j, info, bool(has_nan), refs):
                 if op not in self._ops:
                     self._ops.append(op)  # kept although past the bound: the diagnosis needs it
                     self._ops.sort(key=lambda o: o.gidx)
                 return
 
-    def _found_nan(self, op, has_nan, refs, pre_ranges):
+    def _found_nan(self, op, has_nan, inputs):
         self._nan_op = op
         self._nan_has_nan = has_nan
         self._nan_active = False
         self._nan_pending = []
-        for ti, ref in refs:
-            if pre_ranges and id(ti) in pre_ranges:
-                lo, hi = pre_ranges[id(ti)]
-                ti[R.RANGE] = (float(lo), float(hi))
-                continue
-            t = ref() if callable(ref) else ref
+        for i, (ti, t) in enumerate(zip(op.inputs, inputs)):
+            t = t() if isinstance(t, weakref.ref) else t
             if t is None or not (t.is_floating_point() or t.is_complex()) or not t.numel():
                 continue
+            if ti[R.WRITTEN]:
+                continue  # an in-place op: the values it read are gone
             try:
-                x = t.abs() if t.is_complex() else t
-                ti[R.RANGE] = (float(x.min()), float(x.max()))
+                x = t.detach().abs() if t.is_complex() else t.detach()
+                _patch(op, False, i, R.RANGE, (float(x.min()), float(x.max())))
             except Exception:
                 pass
 
@@ -647,14 +689,33 @@ class Recorder:
             del quiet
 
     def _checksum(self, t):
+        """A 0-dim tensor summing `t` (no device sync), or None. One per view and version while no op
+        writes: the same activation saved by three matmuls is summed once."""
         torch = self.torch
+        cache = self._ck_cache
         try:
-            with torch.no_grad():
-                if t.is_complex():
-                    return torch.view_as_real(t).sum(dtype=torch.float64)
-                return t.sum(dtype=torch.float64)
+            key = (t._cdata, t._version)
         except Exception:
             return None
+        hit = cache.get(key)
+        if hit is not None:
+            return hit[1]
+        tensor = t
+        try:
+            if t.is_complex():
+                t = torch.view_as_real(t)
+            if t.dtype in (torch.float16, torch.bfloat16):
+                c = t.sum(dtype=torch.float32)
+            elif t.is_floating_point():
+                c = t.sum()
+            else:
+                c = t.sum(dtype=torch.int64)
+        except Exception:
+            return None
+        if len(cache) >= _CHECKSUM_CACHE:
+            del cache[next(iter(cache))]
+        cache[key] = (tensor, c)  # the tensor is held so that its address is not reused meanwhile
+        return c
 
     def _current_node(self):
         stack = self._thread_nodes.get(threading.get_ident())
@@ -803,6 +864,7 @@ class Recorder:
             tensors = self._roots_of(roots)
             if tensors and tensors[0].numel() == 1:
                 self._loss = tensors[0].detach()
+            self._ck_cache = {}  # unpack checksums are taken afresh
             self._walk_graph([t.grad_fn for t in tensors if t.grad_fn is not None])
         finally:
             del quiet
@@ -859,7 +921,7 @@ class Recorder:
             op = OpRec(self._gidx(), st[ST_NAME], "backward", True, 0, st[ST_MODULE], st[ST_FRAME])
             op.seq = st[ST_ID]
             Tensor = self.Tensor
-            op.inputs = [self._tinfo(g, False) for g in grad_outputs if isinstance(g, Tensor)]
+            op.inputs = tuple(self._tinfo(g, False) for g in grad_outputs if isinstance(g, Tensor))
             self._keep(op)
             self._thread_nodes.setdefault(threading.get_ident(), []).append(op)
         finally:
@@ -877,28 +939,12 @@ class Recorder:
                 self._flush()
                 Tensor = self.Tensor
                 grads = [g for g in grad_inputs if isinstance(g, Tensor)]
-                op.outputs = [self._tinfo(g, False) for g in grads]
-                if self._nan_active and grads:
-                    self._check_grads(op, grads, grad_outputs)
+                op.outputs = tuple(self._tinfo(g, False) for g in grads)
             finally:
                 del quiet
         message = self._deferred.pop(ident, None)
         if message is not None:
             raise RuntimeError(message)
-
-    def _check_grads(self, op, grads, grad_outputs):
-        torch = self.torch
-        for g, oi in zip(grads, op.outputs):
-            if not (g.is_floating_point() or g.is_complex()) or not g.numel():
-                continue
-            if not bool(torch.isfinite(g).all()):
-                oi[R.NON_FINITE] = True
-                Tensor = self.Tensor
-                ins = [x for x in grad_outputs if isinstance(x, Tensor)]
-                self._found_nan(op, bool(g.isnan().any()), list(zip(op.inputs, ins)), None)
-                if op not in self._ops:
-                    self._ops.append(op)
-                return
 
     def _end_backward(self, exc):
         self._bw_depth -= 1
@@ -938,8 +984,8 @@ class Recorder:
         if not pairs:
             return
         try:
-            a = torch.stack([u.saved.checksum.to("cpu") for u in pairs])
-            b = torch.stack([u.checksum.to("cpu") for u in pairs])
+            a = torch.stack([u.saved.checksum.to("cpu", torch.float64) for u in pairs])
+            b = torch.stack([u.checksum.to("cpu", torch.float64) for u in pairs])
             changed = ((a != b) & ~(a.isnan() & b.isnan())).tolist()
         except Exception:
             return
@@ -998,6 +1044,18 @@ class _NodeHook:
         if self.pre:
             return self.recorder._node_pre(self.stamp, args[0])
         return self.recorder._node_post(self.stamp, args[0], args[1])
+
+
+def _patch(op, outputs, i, field, value):
+    """Sets one field of an op's i-th input or output info (tuples: rebuilt; rare)."""
+    infos = list(op.outputs if outputs else op.inputs)
+    info = list(infos[i])
+    info[field] = value
+    infos[i] = tuple(info)
+    if outputs:
+        op.outputs = tuple(infos)
+    else:
+        op.inputs = tuple(infos)
 
 
 def _say(text):

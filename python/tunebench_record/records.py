@@ -28,7 +28,7 @@ class OpRec:
         self.writes = False
         self.inputs = ()
         self.outputs = ()
-        self.frame = frame          # frames.capture() result or None
+        self.frame = frame          # index into the recorder's frame table, or None
 
 
 class SavedInfo:

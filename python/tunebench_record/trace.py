@@ -151,7 +151,7 @@ def build(recorder, state, outcome, pytorch_error, failed_in, backward_succeeded
              "writes_input": op.writes,
              "inputs": [_tensor(t, storages, with_range=is_nan) for t in op.inputs],
              "outputs": [_tensor(t, storages) for t in op.outputs]}
-        source = frames.resolve(op.frame)
+        source = frames.resolve(recorder._frame_table[op.frame]) if op.frame is not None else None
         if source is not None:
             d["source"] = source
         op_lines.append(d)
