@@ -46,8 +46,9 @@ def _trim(tb):
     """The traceback from the program's own first frame on (no runpy or recorder frames before it)."""
     runpy_file = os.path.abspath(runpy.__file__)
     while tb is not None:
-        name = os.path.abspath(tb.tb_frame.f_code.co_filename)
-        if name.startswith(_HERE + os.sep) or name == runpy_file or name.rstrip("c") == runpy_file:
+        raw = tb.tb_frame.f_code.co_filename
+        name = os.path.abspath(raw)
+        if name.startswith(_HERE + os.sep) or name == runpy_file or raw == "<frozen runpy>":
             tb = tb.tb_next
             continue
         break
@@ -71,7 +72,9 @@ def _run(script, argv):
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        sys.excepthook(type(exc), exc, _trim(exc.__traceback__))
+        tb = _trim(exc.__traceback__)
+        exc = exc.with_traceback(tb)  # the default hook prints the exception's own traceback
+        sys.excepthook(type(exc), exc, tb)
         return 1
     return 0
 

@@ -14,7 +14,6 @@ import sys
 import platform
 
 MIN_TORCH = (1, 13)
-MIN_TORCH_TEXT = "1.13"
 
 # What to install, said once for every "no torch" / "too old" message.
 INSTALL_HINT = ("Debian 12 and 13: apt install python3-torch; elsewhere: pip install torch")
@@ -30,8 +29,12 @@ def version_problem(version_text):
     """None when this torch version is new enough, else the sentence that says what is needed."""
     if parse_version(version_text) < MIN_TORCH:
         return ("torch %s is too old: tunebench_record needs PyTorch %s or newer (%s)"
-                % (version_text, MIN_TORCH_TEXT, INSTALL_HINT))
+                % (version_text, min_text(), INSTALL_HINT))
     return None
+
+
+def min_text():
+    return "%d.%d" % MIN_TORCH
 
 
 def _missing_features(torch):
@@ -67,14 +70,14 @@ def load_torch():
         import torch
     except ImportError as exc:
         return None, ("this Python (%s, %s) has no torch (%s): tunebench_record needs PyTorch %s or newer (%s)"
-                      % (sys.executable, platform.python_version(), exc, MIN_TORCH_TEXT, INSTALL_HINT))
+                      % (sys.executable, platform.python_version(), exc, min_text(), INSTALL_HINT))
     problem = version_problem(getattr(torch, "__version__", "0"))
     if problem:
         return torch, problem
     missing = _missing_features(torch)
     if missing:
         return torch, ("torch %s lacks %s: tunebench_record needs PyTorch %s or newer (%s)"
-                       % (torch.__version__, ", ".join(missing), MIN_TORCH_TEXT, INSTALL_HINT))
+                       % (torch.__version__, ", ".join(missing), min_text(), INSTALL_HINT))
     return torch, None
 
 

@@ -36,19 +36,19 @@ def command(cli, path):
     return cmd
 
 
-def report(path, recorder=None, state=None):
+def report(path, recorder=None, state=None, summary=""):
     """Runs the diagnosis on the trace at `path` and prints it to stderr; or says where the trace is."""
-    outcome_note = ""
+    lead = summary + ": " if summary else ""
     if state is not None and state.get("ops_dropped"):
-        say("the trace reached its %d MiB bound (--max-record-mib): %d of %d ops were dropped from trace "
+        say("the trace reached its %g MiB bound (--max-record-mib): %d of %d ops were dropped from trace "
             "position %d on (their tensors and sources are missing; writes, backward nodes and saved "
-            "tensors were kept)" % (recorder.options.max_bytes >> 20, state["ops_dropped"], state["ops_seen"],
-                                     state["first_dropped"]))
+            "tensors were kept)" % (recorder.options.max_bytes / (1 << 20), state["ops_dropped"],
+                                     state["ops_seen"], state["first_dropped"]))
     cli = find_cli()
     if cli is None:
-        say("trace written to %s; read it with: tunebench inspect --trace %s%s" % (path, path, outcome_note))
+        say("%strace written to %s; read it with: tunebench inspect --trace %s" % (lead, path, path))
         return None
-    say("trace written to %s; the diagnosis (%s):" % (path, " ".join(command("tunebench", path)[1:])))
+    say("%strace written to %s; the diagnosis (tunebench %s):" % (lead, path, " ".join(command("tunebench", path)[1:])))
     try:
         done = subprocess.run(command(cli, path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               timeout=CLI_TIMEOUT_S, stdin=subprocess.DEVNULL)
@@ -59,7 +59,7 @@ def report(path, recorder=None, state=None):
     sys.stderr.write(text)
     if text and not text.endswith("\n"):
         sys.stderr.write("\n")
-    if done.returncode not in (0, 1):
-        say("%s inspect exited with status %d" % (cli, done.returncode))
+    if done.returncode != 0 and not text.strip():
+        say("%s inspect exited with status %d and printed nothing" % (cli, done.returncode))
     sys.stderr.flush()
     return done.returncode

@@ -166,6 +166,7 @@ class Recorder:
         # modules
         self._mnames = weakref.WeakKeyDictionary()
         self._roots = weakref.WeakSet()
+        self._held_roots = []
         self._mstack = []
         self._module = ""
         # backward
@@ -208,8 +209,13 @@ class Recorder:
         self._loss = None
         self._silent = []
 
-    def _window_state(self):
-        return {"ops": self._ops, "saved": self._saved, "unpacks": self._unpacks,
+    def _window_state(self, snapshot=False):
+        """What a trace of this window needs. A snapshot (--always-write, written at exit) holds the
+        modules and their gradient rows as they are now: by exit the program may have dropped them."""
+        from . import trace
+        roots = list(self._roots) or self._held_roots
+        return {"roots": roots, "gradients": trace.gradient_rows(self, roots) if snapshot else None,
+                "ops": self._ops, "saved": self._saved, "unpacks": self._unpacks,
                 "stale_before": self._stale_before, "stale_unpack": self._stale_unpack,
                 "ops_seen": self._ops_seen, "ops_dropped": self._ops_dropped, "first_dropped": self._first_dropped,
                 "bytes": self._bytes, "nan_op": self._nan_op, "loss": self._loss, "silent": self._silent}
@@ -314,8 +320,8 @@ class Recorder:
             cost += R.SOURCE_BYTES
         limit = self.options.max_bytes
         if self._bytes + cost > limit and not force:
-            # writes and backward nodes (what diagnoses need) are kept up to twice the bound
-            if not (op.writes or op.is_node) or self._bytes + cost > 2 * limit:
+            # writes and backward nodes (what diagnoses need) are kept up to four times the bound
+            if not (op.writes or op.is_node) or self._bytes + cost > 4 * limit:
                 self._ops_dropped += 1
                 if self._first_dropped < 0:
                     self._first_dropped = len(self._ops)
@@ -603,6 +609,7 @@ class Recorder:
 
     def _found_nan(self, op, has_nan, inputs):
         self._nan_op = op
+        self._held_roots = list(self._roots)  # the trace may be written at exit, the model gone
         self._nan_has_nan = has_nan
         self._nan_active = False
         self._nan_pending = []
@@ -968,7 +975,7 @@ class Recorder:
                     failed = self._nan_op.phase if self._nan_op is not None else ""
                     self.write_trace(outcome, "", failed, True)
                 elif self.options.always_write:
-                    self._snapshot = self._window_state()
+                    self._snapshot = self._window_state(snapshot=True)
             else:
                 text = str(exc)
                 inplace = (self._inplace_error is not None and text == self._inplace_error) or \
@@ -1010,8 +1017,23 @@ class Recorder:
             return None
         self.traces_written.append(path)
         if self.options.report is not None:
-            self.options.report(path, self, state)
+            self.options.report(path, self, state, self._summary(outcome, state))
         return path
+
+    def _summary(self, outcome, state):
+        """What happened, in words, for the line that says where the trace is."""
+        nan_op = state["nan_op"]
+        if outcome == "inplace_error":
+            return "backward failed with PyTorch's in-place error"
+        if outcome == "nan":
+            return "%s first appeared at %s (%s)" % ("NaN" if self._nan_has_nan else "Inf",
+                                                      nan_op.name if nan_op is not None else "?",
+                                                      nan_op.phase if nan_op is not None else "?")
+        if outcome == "error":
+            return "backward failed"
+        if state["silent"]:
+            return "a saved tensor changed without a version bump (a write through .data or a custom kernel)"
+        return "the last completed step"
 
     def finish(self):
         """The program (or the recording block) ended: write what is still owed, say what happened."""

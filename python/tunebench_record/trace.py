@@ -62,7 +62,7 @@ def _tensor(ti, storages, with_range=False, saved_version=None):
     return d
 
 
-def _storage_names(recorder):
+def _storage_names(recorder, roots):
     """Internal storage id -> "layers.0.attention.cache_k" for the parameters, buffers and plain
     tensor attributes of the modules the program called."""
     torch = recorder.torch
@@ -80,7 +80,7 @@ def _storage_names(recorder):
         if sid is not None and sid not in names:
             names[sid] = name
 
-    for root in list(recorder._roots):
+    for root in roots:
         try:
             for name, p in root.named_parameters():
                 note(name, p)
@@ -95,23 +95,12 @@ def _storage_names(recorder):
     return names
 
 
-def _gradients(recorder):
+def gradient_rows(recorder, roots):
+    """One row per parameter of the called modules (the optimizer columns are filled when written)."""
     torch = recorder.torch
-    in_opt = set()
-    optimizers = []
-    try:
-        Optimizer = torch.optim.Optimizer
-        # type(), not isinstance(): isinstance reads __class__, which some objects warn about
-        optimizers = [o for o in gc.get_objects() if issubclass(type(o), Optimizer)]
-    except Exception:
-        pass
-    for o in optimizers:
-        for group in o.param_groups:
-            for p in group.get("params", ()):
-                in_opt.add(id(p))
     rows = []
     seen = set()
-    for root in list(recorder._roots):
+    for root in roots:
         try:
             params = list(root.named_parameters())
         except Exception:
@@ -130,8 +119,35 @@ def _gradients(recorder):
                     norm = 0.0
             rows.append({"name": name, "shape": list(p.shape), "device": str(p.device),
                          "requires_grad": bool(p.requires_grad), "has_grad": g is not None, "grad_norm": norm,
-                         "in_optimizer": id(p) in in_opt, "optimizer_known": bool(optimizers)})
+                         "in_optimizer": False, "optimizer_known": False, "_param": id(p)})
     return rows
+
+
+def _gradients(recorder, state):
+    torch = recorder.torch
+    rows = state.get("gradients")
+    if rows is None:
+        rows = gradient_rows(recorder, state["roots"])
+    in_opt = set()
+    optimizers = []
+    try:
+        Optimizer = torch.optim.Optimizer
+        # type(), not isinstance(): isinstance reads __class__, which some objects warn about
+        optimizers = [o for o in gc.get_objects() if issubclass(type(o), Optimizer)]
+    except Exception:
+        pass
+    for o in optimizers:
+        for group in o.param_groups:
+            for p in group.get("params", ()):
+                in_opt.add(id(p))
+    out = []
+    for row in rows:
+        row = dict(row)
+        pid = row.pop("_param")
+        row["in_optimizer"] = pid in in_opt
+        row["optimizer_known"] = bool(optimizers)
+        out.append(row)
+    return out
 
 
 def build(recorder, state, outcome, pytorch_error, failed_in, backward_succeeded):
@@ -196,7 +212,7 @@ def build(recorder, state, outcome, pytorch_error, failed_in, backward_succeeded
                 out.append({"saved": sid, "saved_version": info.version, "current_version": current})
         return out
 
-    names = _storage_names(recorder)
+    names = _storage_names(recorder, state["roots"])
     storage_lines = []
     for dense, internal in enumerate(storages.order, 1):
         shape, dtype = recorder._slabel.get(internal, ((), None))
@@ -213,16 +229,16 @@ def build(recorder, state, outcome, pytorch_error, failed_in, backward_succeeded
             loss = None
     dropped = ""
     if state["ops_dropped"]:
-        dropped = ("%d of %d ops past the %d MiB bound (from trace position %d on): their tensors and sources "
-                   "are not in the trace; in-place writes and backward nodes were kept up to twice the bound, "
-                   "saved tensors and unpacks always"
-                   % (state["ops_dropped"], state["ops_seen"], opts.max_bytes >> 20, state["first_dropped"]))
+        dropped = ("%d of %d ops past the %g MiB bound (from trace position %d on): their tensors and sources "
+                   "are not in the trace; in-place writes and backward nodes were kept up to four times the "
+                   "bound, saved tensors and unpacks always"
+                   % (state["ops_dropped"], state["ops_seen"], opts.max_bytes / (1 << 20), state["first_dropped"]))
     end = {"kind": "end", "outcome": outcome, "pytorch_error": pytorch_error or "", "failed_in": failed_in,
            "backward_succeeded": bool(backward_succeeded), "loss": loss,
            "stale_before_backward": stale(state["stale_before"]), "stale_at_unpack": stale(state["stale_unpack"]),
            "silent_mutations": [saved_ids[id(i)] for i in state["silent"] if id(i) in saved_ids],
            "nan_op": index.get(nan_op.gidx, -1) if nan_op is not None else -1,
-           "gradients": _gradients(recorder),
+           "gradients": _gradients(recorder, state),
            "ops_seen": state["ops_seen"], "ops_kept": len(ops), "ops_dropped": state["ops_dropped"],
            "bytes_used": state["bytes"], "byte_limit": opts.max_bytes, "dropped": dropped}
 
