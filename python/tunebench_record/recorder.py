@@ -53,9 +53,14 @@ _NAN_BATCH = 64  # device (non-CPU) outputs: finite checks are queued and read t
 class _OpInfo:
     """What an op's schema says, once per op overload."""
     __slots__ = ("name", "arg_writes", "kw_writes", "ret_fresh", "ret_writes", "ret_names", "skip_nan",
-                 "overwrites", "returns_tensor", "makes_constants")
+                 "overwrites", "returns_tensor", "makes_constants",
+                 "func", "call", "returns_views", "ret_alias_arg")
 
     def __init__(self, func):
+        self.func = func  # held: the recorder's table is keyed by id(func)
+        # OpOverload.__call__ is a Python frame around ._op (1.13 and 2.x); call ._op itself
+        op = getattr(func, "_op", None)
+        self.call = op if callable(op) else func
         schema = func._schema
         self.name = schema.name if "::" in schema.name else "aten::" + schema.name
         writes = []
@@ -67,12 +72,31 @@ class _OpInfo:
         self.arg_writes = tuple(writes)
         self.kw_writes = kw
         self.ret_fresh = tuple(r.alias_info is None for r in schema.returns)
+        # for a result that aliases an argument (a view): that argument's position (its version is the
+        # view's: autograd points the view at its base's counter only after the op returns)
+        alias_arg = []
+        for r in schema.returns:
+            pos = -1
+            if r.alias_info is not None and not r.alias_info.is_write:
+                pos = 0
+                for i, a in enumerate(schema.arguments):
+                    if a.alias_info is not None and r.alias_info.before_set \
+                            and a.alias_info.before_set == r.alias_info.before_set:
+                        pos = i
+                        break
+            alias_arg.append(pos)
+        self.ret_alias_arg = tuple(alias_arg)
         self.ret_writes = tuple(bool(r.alias_info is not None and r.alias_info.is_write) for r in schema.returns)
         self.ret_names = tuple(r.name for r in schema.returns if r.name)
         # an op all of whose results are views of its inputs: its values are its inputs' (no NaN check)
         # no NaN search: an op whose results are all views of its inputs (its values are its inputs'),
         # or one whose output is uninitialized memory
         views_only = bool(schema.returns) and not any(self.ret_fresh) and not any(self.ret_writes)
+        # A view op's result must leave the handler unshared: autograd's as_view() reuses the result's
+        # TensorImpl only while nothing else holds it, and otherwise makes a shallow copy (and, in
+        # inference mode, fails: "Cannot set version_counter for inference tensor"). So the
+        # recorder keeps no reference to it, and does not link view ops to their nodes.
+        self.returns_views = views_only
         self.skip_nan = views_only or self.name in _UNINITIALIZED
         self.overwrites = self.name in _OVERWRITES
         self.returns_tensor = len(schema.returns) == 1 and str(schema.returns[0].type) == "Tensor"
@@ -148,10 +172,13 @@ class Recorder:
         self.options = options
         self.Tensor = torch.Tensor
         self._grad_enabled = torch.is_grad_enabled
+        self._inference_mode = getattr(torch, "is_inference_mode_enabled", lambda: False)
         self._disable = getattr(torch._C, "_DisableTorchDispatch", None)
         self._recording = False
         self._started = False
         self._opinfo = {}
+        self._internal_errors = 0
+        self._said_errors = set()
         self._frame_ids = {}      # (code, line) -> index into _frame_table (ops keep the int)
         self._frame_table = []
         self._node_saved_attrs = {}
@@ -286,13 +313,15 @@ class Recorder:
         return self._disable() if self._disable is not None else None
 
     def _storage(self, t, fresh):
+        """The recorder's id of the storage under `t` (views share it); 0 for none. Keyed by the
+        storage's base address; an op's fresh result takes a new id even at a reused address."""
         try:
             ptr = t.data_ptr()
+            if not ptr:
+                return 0
+            key = ptr - t.storage_offset() * t.element_size()
         except Exception:
-            return 0
-        if not ptr:
-            return 0
-        key = ptr - t.storage_offset() * t.element_size()
+            return 0  # sparse, nested, meta: no single storage
         if not fresh:
             sid = self._sids.get(key)
             if sid is not None:
@@ -300,7 +329,10 @@ class Recorder:
         sid = self._next_sid
         self._next_sid += 1
         self._sids[key] = sid
-        self._slabel[sid] = (tuple(t.shape), t.dtype)
+        try:
+            self._slabel[sid] = (tuple(t.shape), t.dtype)
+        except Exception:
+            self._slabel[sid] = ((), t.dtype)
         return sid
 
     def _tinfo(self, t, written, fresh=False, bump=False):
@@ -309,8 +341,12 @@ class Recorder:
         try:
             v = t._version
         except Exception:
-            v = -1
-        return (tuple(t.shape), t.dtype, t.device, self._storage(t, fresh), v, v + 1 if bump and v >= 0 else v,
+            v = -1  # an inference tensor: no version counter
+        try:
+            shape = tuple(t.shape)
+        except Exception:
+            shape = ()  # a nested tensor: no single shape
+        return (shape, t.dtype, t.device, self._storage(t, fresh), v, v + 1 if bump and v >= 0 else v,
                 written, False, None)
 
     def _keep(self, op, force=False):
@@ -415,14 +451,32 @@ class Recorder:
 
     # ------------------------------------------------------------------ ops
     def _on_dispatch(self, func, args, kwargs):
+        """Runs one aten op and records it. The op always runs as the program asked; a failure of the
+        recorder's own bookkeeping costs that op's record, never the program."""
         if not self._recording:
             return func(*args, **kwargs)
-        info = self._opinfo.get(func)
+        info = self._opinfo.get(id(func))  # OpOverload's __hash__ is a Python function; id() is not
         if info is None:
             try:
-                info = self._opinfo[func] = _OpInfo(func)
+                info = self._opinfo[id(func)] = _OpInfo(func)
             except Exception:
                 return func(*args, **kwargs)
+        try:
+            started = self._op_start(info, args, kwargs)
+        except Exception as exc:
+            started = None
+            self._internal_error(info.name, exc)
+        out = info.call(*args, **kwargs)
+        if info.returns_tensor and isinstance(out, (bool, int, float, complex)):
+            out = self._rewrap(info, args, kwargs, out)
+        if started is not None:
+            try:
+                self._op_end(info, started, out, args, kwargs)
+            except Exception as exc:
+                self._internal_error(info.name, exc)
+        return out
+
+    def _op_start(self, info, args, kwargs):
         if self._pending_ops or self._pending_written:
             self._flush()
         Tensor = self.Tensor
@@ -474,14 +528,15 @@ class Recorder:
                     for x in a:
                         if isinstance(x, Tensor):
                             ins.append(self._tinfo(x, False))
+        op.inputs = tuple(ins)
         # NaN search: the forward ops run with grad enabled (the step, not the optimizer's no-grad
         # updates) and the aten ops backward nodes run, until the first NaN/Inf origin
         nan = self._nan_active and not info.skip_nan and (depth == 1 if backward else self._grad_enabled())
+        return op, written, nan, backward
 
-        out = func(*args, **kwargs)
-        if info.returns_tensor and isinstance(out, (bool, int, float, complex)):
-            out = self._rewrap(info, args, kwargs, out)
-
+    def _op_end(self, info, started, out, args, kwargs):
+        op, written, nan, backward = started
+        Tensor = self.Tensor
         outs = out if isinstance(out, (tuple, list)) else (out,)
         fresh = info.ret_fresh
         rw = info.ret_writes
@@ -489,6 +544,7 @@ class Recorder:
         oinfos = []
         out_tensors = []
         pending = self._pending_written
+        alias = info.ret_alias_arg
         for j, o in enumerate(outs):
             if isinstance(o, Tensor):
                 r = 0 if single_list else j
@@ -496,11 +552,18 @@ class Recorder:
                 w = r < len(rw) and rw[r]
                 if w:
                     pending.append((op, True, len(oinfos), o))
-                oinfos.append(self._tinfo(o, False, f, bump=w))
+                ti = self._tinfo(o, False, f, bump=w)
+                k = alias[r] if r < len(alias) else -1
+                if k >= 0 and k < len(args) and isinstance(args[k], Tensor):
+                    try:
+                        v = args[k]._version
+                        ti = ti[:R.VERSION_BEFORE] + (v, v) + ti[R.WRITTEN:]
+                    except Exception:
+                        pass
+                oinfos.append(ti)
                 out_tensors.append(o)
         for i, t in written:
             pending.append((op, False, i, t))  # the version after, read by _flush once autograd bumped it
-        op.inputs = tuple(ins)
         op.outputs = tuple(oinfos)
         if written:
             op.writes = True
@@ -508,10 +571,23 @@ class Recorder:
                 self._ck_cache = {}
         found = nan and out_tensors and self._search_outputs(op, info, out_tensors, args, kwargs)
         self._keep(op, force=bool(found))
-        if out_tensors and not backward:
+        if out_tensors and not backward and not info.returns_views and not self._inference_mode():
+            # (in inference mode nothing gets a node or is saved; and holding a factory's result
+            # there makes 1.13's detach of it fail: "Cannot set version_counter for inference tensor")
             self._pending_ops.append((op, out_tensors, info))
             self._last = _LastOp(op, out_tensors)
-        return out
+
+    def _internal_error(self, where, exc):
+        """The recorder's own failure: said once per place, counted, never raised into the program."""
+        self._internal_errors += 1
+        key = (where, type(exc).__name__)
+        if key not in self._said_errors:
+            self._said_errors.add(key)
+            text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            if len(text) > 160:
+                text = text[:157] + "..."
+            _say("internal error while recording %s (%s: %s); that record is left out, the program goes on"
+                 % (where, type(exc).__name__, text))
 
     def _rewrap(self, info, args, kwargs, out):
         """torch 1.13 hands back an op's result that is a wrapped number (a Python scalar autograd
@@ -536,8 +612,10 @@ class Recorder:
     def _search_outputs(self, op, info, outs, args, kwargs):
         torch = self.torch
         inputs = None
+        strided = torch.strided
         for j, o in enumerate(outs):
-            if not (o.is_floating_point() or o.is_complex()) or not o.numel():
+            if not (o.is_floating_point() or o.is_complex()) or o.layout is not strided or o.is_nested \
+                    or not o.numel():
                 continue
             if inputs is None:
                 inputs = self._input_tensors(args, kwargs)
@@ -652,48 +730,54 @@ class Recorder:
     # ------------------------------------------------------------------ saved tensors
     def _pack(self, t):
         info = SavedInfo()
-        if not self._recording:
-            try:
-                info.version = t._version
-            except Exception:
-                pass
-            return _Box(t.detach() if t.grad_fn is not None else t, info, False)
-        quiet = self._quiet()
         try:
-            self._flush()
-            gf = t.grad_fn
-            output = False
-            last = self._last
-            if gf is not None and last is not None and last.remaining > 0:
-                for o in last.outs:
-                    if o is t:
-                        output = True
-                        last.remaining -= 1
-                        break
-            info.sid = self._next_saved
-            self._next_saved += 1
-            info.window = self._window
-            info.tensor = self._tinfo(t, False)
-            info.version = info.tensor[R.VERSION_BEFORE]
-            info.output_nr = t.output_nr
-            if gf is not None:
-                st = self._stamp(gf)
-                info.pack_node = st[ST_ID]
-                info.grad_fn = st[ST_NAME]
-                info.produced_op = st[ST_OP]
-                info.produced_op_name = st[ST_OPNAME]
-            if output:
-                info.guess_op = last.op.gidx
-                info.is_output = True
-            else:
-                self._pending_packs.append(info)
-            if self.options.checksums:
-                info.checksum = self._checksum(t)
-            self._saved.append(info)
-            self._bytes += R.OP_BYTES + R.TENSOR_BYTES
-            return _Box(t.detach() if output else t, info, not output)
-        finally:
-            del quiet
+            info.version = t._version
+        except Exception:
+            pass
+        if self._recording:
+            quiet = self._quiet()
+            try:
+                return self._pack_recorded(t, info)
+            except Exception as exc:
+                self._internal_error("a saved tensor", exc)
+            finally:
+                del quiet
+        # (a detached alias: no reference cycle through the tensor's own grad_fn)
+        return _Box(t.detach() if t.grad_fn is not None else t, info, False)
+
+    def _pack_recorded(self, t, info):
+        self._flush()
+        gf = t.grad_fn
+        output = False
+        last = self._last
+        if gf is not None and last is not None and last.remaining > 0:
+            for o in last.outs:
+                if o is t:
+                    output = True
+                    last.remaining -= 1
+                    break
+        info.sid = self._next_saved
+        self._next_saved += 1
+        info.window = self._window
+        info.tensor = self._tinfo(t, False)
+        info.version = info.tensor[R.VERSION_BEFORE]
+        info.output_nr = t.output_nr
+        if gf is not None:
+            st = self._stamp(gf)
+            info.pack_node = st[ST_ID]
+            info.grad_fn = st[ST_NAME]
+            info.produced_op = st[ST_OP]
+            info.produced_op_name = st[ST_OPNAME]
+        if output:
+            info.guess_op = last.op.gidx
+            info.is_output = True
+        else:
+            self._pending_packs.append(info)
+        if self.options.checksums:
+            info.checksum = self._checksum(t)
+        self._saved.append(info)
+        self._bytes += R.OP_BYTES + R.TENSOR_BYTES
+        return _Box(t.detach() if output else t, info, not output)
 
     def _checksum(self, t):
         """A 0-dim tensor summing `t` (no device sync), or None. One per view and version while no op
@@ -709,6 +793,8 @@ class Recorder:
             return hit[1]
         tensor = t
         try:
+            if t.layout is not torch.strided or t.is_nested:
+                return None
             if t.is_complex():
                 t = torch.view_as_real(t)
             if t.dtype in (torch.float16, torch.bfloat16):
@@ -763,10 +849,17 @@ class Recorder:
                 self._bytes += R.OP_BYTES
                 if stale:
                     self._stale_unpack.append((info, v))
+            except Exception as exc:
+                self._internal_error("an unpacked saved tensor", exc)
             finally:
                 del quiet
         if stale:
-            message = self._version_message(box, info, v, cur)
+            try:
+                message = self._version_message(box, info, v, cur)
+            except Exception as exc:
+                self._internal_error("PyTorch's message", exc)
+                message = ("one of the variables needed for gradient computation has been modified by an "
+                           "inplace operation: is at version %d; expected version %d instead." % (v, info.version))
             self._inplace_error = message
             if cur is None or self.features.unpack_error_exact:
                 raise RuntimeError(message)
@@ -873,6 +966,8 @@ class Recorder:
                 self._loss = tensors[0].detach()
             self._ck_cache = {}  # unpack checksums are taken afresh
             self._walk_graph([t.grad_fn for t in tensors if t.grad_fn is not None])
+        except Exception as exc:
+            self._internal_error("the graph before backward", exc)
         finally:
             del quiet
         return True
@@ -931,22 +1026,24 @@ class Recorder:
             op.inputs = tuple(self._tinfo(g, False) for g in grad_outputs if isinstance(g, Tensor))
             self._keep(op)
             self._thread_nodes.setdefault(threading.get_ident(), []).append(op)
+        except Exception as exc:
+            self._internal_error(st[ST_NAME], exc)
         finally:
             del quiet
 
     def _node_post(self, st, grad_inputs, grad_outputs):
         ident = threading.get_ident()
-        stack = self._thread_nodes.get(ident)
-        op = None
-        if stack and stack[-1].seq == st[ST_ID]:
-            op = stack.pop()
-        if self._recording and op is not None:
+        if self._recording:
             quiet = self._quiet()
             try:
-                self._flush()
-                Tensor = self.Tensor
-                grads = [g for g in grad_inputs if isinstance(g, Tensor)]
-                op.outputs = tuple(self._tinfo(g, False) for g in grads)
+                stack = self._thread_nodes.get(ident)
+                if stack and stack[-1].seq == st[ST_ID]:
+                    op = stack.pop()
+                    self._flush()
+                    Tensor = self.Tensor
+                    op.outputs = tuple(self._tinfo(g, False) for g in grad_inputs if isinstance(g, Tensor))
+            except Exception as exc:
+                self._internal_error(st[ST_NAME], exc)
             finally:
                 del quiet
         message = self._deferred.pop(ident, None)
@@ -981,8 +1078,10 @@ class Recorder:
                 inplace = (self._inplace_error is not None and text == self._inplace_error) or \
                     "modified by an inplace operation" in text
                 self.write_trace("inplace_error" if inplace else "error", text, "backward", False)
-            self._reset_window()
+        except Exception as error:
+            self._internal_error("the end of backward", error)
         finally:
+            self._reset_window()
             del quiet
 
     def _compare_checksums(self):
@@ -1014,6 +1113,9 @@ class Recorder:
             trace.write(path, self, state, outcome, pytorch_error, failed_in, backward_succeeded)
         except OSError as exc:
             _say("could not write the trace to %s: %s" % (path, exc))
+            return None
+        except Exception as exc:
+            self._internal_error("the trace", exc)
             return None
         self.traces_written.append(path)
         if self.options.report is not None:

@@ -637,6 +637,23 @@ class ExceptionTest(RecorderCase):
         self.assertNotIn("_node_post", tb)
 
 
+class CornersTest(RecorderCase):
+    """The recorder leaves a program's results exactly as they are, whatever autograd features it uses."""
+
+    def test_autograd_corners_unchanged(self):
+        plain = self.run_plain("autograd_corners.py")
+        done, path = self.run_recorded("autograd_corners.py", options=["--always-write"])
+        self.assertEqual(plain.returncode, 0, plain.stderr)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(done.stdout, plain.stdout)
+        self.assertIn("x.grad twice", done.stdout)
+        self.assertNotIn("internal error", done.stderr)
+        t = Trace(path)  # the last completed step: the gradient penalty's backward
+        self.check_format(t)
+        self.assertEqual(t.end["outcome"], "ok")
+        self.assertIn("PowBackward0", [o["name"] for o in t.ops if o["backward_node_op"]])
+
+
 class BadInputTest(RecorderCase):
     """(h) one clear message each; the program's output and status pass through."""
 
