@@ -54,7 +54,7 @@ class _OpInfo:
     """What an op's schema says, once per op overload."""
     __slots__ = ("name", "arg_writes", "kw_writes", "ret_fresh", "ret_writes", "ret_names", "skip_nan",
                  "overwrites", "returns_tensor", "makes_constants",
-                 "func", "call", "returns_views", "ret_alias_arg")
+                 "func", "call", "ret_alias_arg")
 
     def __init__(self, func):
         self.func = func  # held: the recorder's table is keyed by id(func)
@@ -92,11 +92,6 @@ class _OpInfo:
         # no NaN search: an op whose results are all views of its inputs (its values are its inputs'),
         # or one whose output is uninitialized memory
         views_only = bool(schema.returns) and not any(self.ret_fresh) and not any(self.ret_writes)
-        # A view op's result must leave the handler unshared: autograd's as_view() reuses the result's
-        # TensorImpl only while nothing else holds it, and otherwise makes a shallow copy (and, in
-        # inference mode, fails: "Cannot set version_counter for inference tensor"). So the
-        # recorder keeps no reference to it, and does not link view ops to their nodes.
-        self.returns_views = views_only
         self.skip_nan = views_only or self.name in _UNINITIALIZED
         self.overwrites = self.name in _OVERWRITES
         self.returns_tensor = len(schema.returns) == 1 and str(schema.returns[0].type) == "Tensor"
@@ -120,7 +115,7 @@ class _Box:
 
 
 class _LastOp:
-    """The op that ran last in forward, while autograd may still save its outputs."""
+    """The op that ran last in forward, while autograd may still save its outputs (weak references)."""
     __slots__ = ("op", "outs", "remaining")
 
     def __init__(self, op, outs):
@@ -424,8 +419,9 @@ class Recorder:
     def _link(self, op, outs, info):
         node = None
         inplace_view = False
-        for o in outs:
-            if o.requires_grad:
+        for ref in outs:
+            o = ref()
+            if o is not None and o.requires_grad:
                 if op.writes and o._is_view():
                     base = o._base
                     node = base.grad_fn if base is not None else o.grad_fn
@@ -571,11 +567,14 @@ class Recorder:
                 self._ck_cache = {}
         found = nan and out_tensors and self._search_outputs(op, info, out_tensors, args, kwargs)
         self._keep(op, force=bool(found))
-        if out_tensors and not backward and not info.returns_views and not self._inference_mode():
-            # (in inference mode nothing gets a node or is saved; and holding a factory's result
-            # there makes 1.13's detach of it fail: "Cannot set version_counter for inference tensor")
-            self._pending_ops.append((op, out_tensors, info))
-            self._last = _LastOp(op, out_tensors)
+        if out_tensors and not backward and not self._inference_mode():
+            # Weak references: a result must leave the handler unshared. autograd's as_view() reuses
+            # a view's TensorImpl only while nothing else holds it (else a shallow copy, which the
+            # recorder would then not see get its node), and 1.13's detach of a held inference-mode
+            # result fails ("Cannot set version_counter for inference tensor").
+            refs = [weakref.ref(o) for o in out_tensors]
+            self._pending_ops.append((op, refs, info))
+            self._last = _LastOp(op, refs)
 
     def _internal_error(self, where, exc):
         """The recorder's own failure: said once per place, counted, never raised into the program."""
@@ -751,8 +750,8 @@ class Recorder:
         output = False
         last = self._last
         if gf is not None and last is not None and last.remaining > 0:
-            for o in last.outs:
-                if o is t:
+            for ref in last.outs:
+                if ref() is t:
                     output = True
                     last.remaining -= 1
                     break
