@@ -40,6 +40,16 @@ _OVERWRITES = frozenset(("aten::copy_", "aten::fill_", "aten::zero_", "aten::nor
                          "aten::bernoulli_", "aten::random_", "aten::exponential_", "aten::index_put_",
                          "aten::_index_put_impl_", "aten::set_", "aten::resize_", "aten::detach_"))
 
+# In-place ops that change what a tensor object is (shape, strides, storage), not only its values.
+_METADATA_OPS = frozenset(("resize_", "resize_as_", "set_", "t_", "transpose_", "squeeze_", "unsqueeze_",
+                           "as_strided_", "swapdims_", "swapaxes_", "detach_", "_coalesced_",
+                           "sparse_resize_", "sparse_resize_and_clear_", "_resize_output_"))
+
+
+def short_name(name):
+    return name.split("::", 1)[-1]
+
+
 # Ops whose output holds whatever the memory held: never a NaN origin.
 _UNINITIALIZED = frozenset(("aten::empty", "aten::empty_like", "aten::empty_strided", "aten::new_empty",
                             "aten::new_empty_strided", "aten::_empty_affine_quantized", "aten::resize_",
@@ -54,7 +64,7 @@ class _OpInfo:
     """What an op's schema says, once per op overload."""
     __slots__ = ("name", "arg_writes", "kw_writes", "ret_fresh", "ret_writes", "ret_names", "skip_nan",
                  "overwrites", "returns_tensor", "makes_constants",
-                 "func", "call", "ret_alias_arg")
+                 "func", "call", "ret_alias_arg", "changes_metadata")
 
     def __init__(self, func):
         self.func = func  # held: the recorder's table is keyed by id(func)
@@ -94,6 +104,8 @@ class _OpInfo:
         views_only = bool(schema.returns) and not any(self.ret_fresh) and not any(self.ret_writes)
         self.skip_nan = views_only or self.name in _UNINITIALIZED
         self.overwrites = self.name in _OVERWRITES
+        # in-place ops that change a tensor's shape, strides or storage (its cached info)
+        self.changes_metadata = short_name(self.name) in _METADATA_OPS
         self.returns_tensor = len(schema.returns) == 1 and str(schema.returns[0].type) == "Tensor"
         # ops that build constants (a -inf attention mask): an Inf they make is no NaN/Inf origin
         short = self.name.split("::", 1)[-1]
@@ -183,6 +195,7 @@ class Recorder:
         self._next_saved = 0
         # storages: base address -> internal id; id -> (shape, dtype) of the first tensor seen on it
         self._sids = {}
+        self._tcache = {}         # id(tensor) -> (weakref, data_ptr, shape, dtype, device, storage id)
         self._slabel = {}
         self._next_sid = 1
         # modules
@@ -210,6 +223,8 @@ class Recorder:
     # ------------------------------------------------------------------ window
     def _reset_window(self):
         self._window += 1
+        if len(getattr(self, "_tcache", ())) > 4096:
+            self._tcache = {k: c for k, c in self._tcache.items() if c[0]() is not None}
         self._ops = []
         self._saved = []
         self._unpacks = []
@@ -332,17 +347,32 @@ class Recorder:
 
     def _tinfo(self, t, written, fresh=False, bump=False):
         """A tensor info tuple (records.SHAPE, ...): plain values, so the garbage collector soon stops
-        tracking it. `bump`: the op writes it; its version after is read back by _flush."""
+        tracking it. `bump`: the op writes it; its version after is read back by _flush. What does
+        not change for a tensor object (shape, dtype, device, storage) is cached by id while the
+        object lives and its data pointer stays (parameters and optimizer states come every step)."""
         try:
             v = t._version
         except Exception:
             v = -1  # an inference tensor: no version counter
+        c = self._tcache.get(id(t))
+        if c is not None and not fresh and c[0]() is t:
+            try:
+                ptr = t.data_ptr()
+            except Exception:
+                ptr = None
+            if ptr == c[1]:
+                return (c[2], c[3], c[4], c[5], v, v + 1 if bump and v >= 0 else v, written, False, None)
         try:
             shape = tuple(t.shape)
         except Exception:
             shape = ()  # a nested tensor: no single shape
-        return (shape, t.dtype, t.device, self._storage(t, fresh), v, v + 1 if bump and v >= 0 else v,
-                written, False, None)
+        sid = self._storage(t, fresh)
+        try:
+            ptr = t.data_ptr()
+            self._tcache[id(t)] = (weakref.ref(t), ptr, shape, t.dtype, t.device, sid)
+        except Exception:
+            pass
+        return (shape, t.dtype, t.device, sid, v, v + 1 if bump and v >= 0 else v, written, False, None)
 
     def _keep(self, op, force=False):
         self._ops_seen += 1
@@ -448,7 +478,8 @@ class Recorder:
     # ------------------------------------------------------------------ ops
     def _on_dispatch(self, func, args, kwargs):
         """Runs one aten op and records it. The op always runs as the program asked; a failure of the
-        recorder's own bookkeeping costs that op's record, never the program."""
+        recorder's own bookkeeping costs that op's record, never the program. (The hot path: one
+        function, no helper calls but _tinfo, for the 5-15 us an op may cost on 1.13.)"""
         if not self._recording:
             return func(*args, **kwargs)
         info = self._opinfo.get(id(func))  # OpOverload's __hash__ is a Python function; id() is not
@@ -457,124 +488,147 @@ class Recorder:
                 info = self._opinfo[id(func)] = _OpInfo(func)
             except Exception:
                 return func(*args, **kwargs)
-        try:
-            started = self._op_start(info, args, kwargs)
-        except Exception as exc:
-            started = None
-            self._internal_error(info.name, exc)
-        out = info.call(*args, **kwargs)
-        if info.returns_tensor and isinstance(out, (bool, int, float, complex)):
-            out = self._rewrap(info, args, kwargs, out)
-        if started is not None:
-            try:
-                self._op_end(info, started, out, args, kwargs)
-            except Exception as exc:
-                self._internal_error(info.name, exc)
-        return out
-
-    def _op_start(self, info, args, kwargs):
-        if self._pending_ops or self._pending_written:
-            self._flush()
         Tensor = self.Tensor
-        backward = self._bw_depth > 0
-        if backward:
-            stack = self._thread_nodes.get(threading.get_ident())
-            cur = stack[-1] if stack else None
-            depth = 1 if cur is not None else 0
-            module = cur.module if cur is not None else ""
-            frame = None
-        else:
-            depth = 0
-            module = self._module
-            frame = frames.capture()
-            if frame is not None:
-                fid = self._frame_ids.get(frame)
-                if fid is None:
-                    fid = self._frame_ids[frame] = len(self._frame_table)
-                    self._frame_table.append(frame)
-                frame = fid
-        op = OpRec(self._gidx(), info.name, "backward" if backward else "forward", False, depth, module, frame)
-        if self._pending_packs:
-            for s in self._pending_packs:
-                s.guess_op = op.gidx
-            self._pending_packs = []
-        self._last = None
-        ins = []
-        written = []
-        wflags = info.arg_writes
-        nw = len(wflags)
-        for i, a in enumerate(args):
-            if isinstance(a, Tensor):
-                w = wflags[i] if i < nw else False
-                if w:
-                    written.append((len(ins), a))
-                ins.append(self._tinfo(a, w, bump=w))
-            elif isinstance(a, (list, tuple)):
-                for x in a:
-                    if isinstance(x, Tensor):
-                        ins.append(self._tinfo(x, False))
-        if kwargs:
-            for k, a in kwargs.items():
+        tinfo = self._tinfo
+        op = None
+        try:
+            if self._pending_ops or self._pending_written:
+                self._flush()
+            backward = self._bw_depth > 0
+            if backward:
+                stack = self._thread_nodes.get(threading.get_ident())
+                cur = stack[-1] if stack else None
+                depth = 1 if cur is not None else 0
+                module = cur.module if cur is not None else ""
+                frame = None
+                grad = False
+            else:
+                depth = 0
+                module = self._module
+                frame = frames.capture()
+                if frame is not None:
+                    fid = self._frame_ids.get(frame)
+                    if fid is None:
+                        fid = self._frame_ids[frame] = len(self._frame_table)
+                        self._frame_table.append(frame)
+                    frame = fid
+                grad = self._grad_enabled()
+            gidx = self._next_gidx
+            self._next_gidx = gidx + 1
+            op = OpRec(gidx, info.name, "backward" if backward else "forward", False, depth, module, frame)
+            if self._pending_packs:
+                for p in self._pending_packs:
+                    p.guess_op = gidx
+                self._pending_packs = []
+            self._last = None
+            ins = []
+            written = None
+            wflags = info.arg_writes
+            nw = len(wflags)
+            for i, a in enumerate(args):
                 if isinstance(a, Tensor):
-                    w = info.kw_writes.get(k, False)
-                    if w:
+                    if i < nw and wflags[i]:
+                        if written is None:
+                            written = []
                         written.append((len(ins), a))
-                    ins.append(self._tinfo(a, w, bump=w))
+                        ins.append(tinfo(a, True, bump=True))
+                    else:
+                        ins.append(tinfo(a, False))
                 elif isinstance(a, (list, tuple)):
                     for x in a:
                         if isinstance(x, Tensor):
-                            ins.append(self._tinfo(x, False))
-        op.inputs = tuple(ins)
-        # NaN search: the forward ops run with grad enabled (the step, not the optimizer's no-grad
-        # updates) and the aten ops backward nodes run, until the first NaN/Inf origin
-        nan = self._nan_active and not info.skip_nan and (depth == 1 if backward else self._grad_enabled())
-        return op, written, nan, backward
+                            ins.append(tinfo(x, False))
+            if kwargs:
+                for k, a in kwargs.items():
+                    if isinstance(a, Tensor):
+                        if info.kw_writes.get(k, False):
+                            if written is None:
+                                written = []
+                            written.append((len(ins), a))
+                            ins.append(tinfo(a, True, bump=True))
+                        else:
+                            ins.append(tinfo(a, False))
+                    elif isinstance(a, (list, tuple)):
+                        for x in a:
+                            if isinstance(x, Tensor):
+                                ins.append(tinfo(x, False))
+            op.inputs = tuple(ins)
+        except Exception as exc:
+            op = None
+            self._internal_error(info.name, exc)
 
-    def _op_end(self, info, started, out, args, kwargs):
-        op, written, nan, backward = started
-        Tensor = self.Tensor
-        outs = out if isinstance(out, (tuple, list)) else (out,)
-        fresh = info.ret_fresh
-        rw = info.ret_writes
-        single_list = isinstance(out, list)
-        oinfos = []
-        out_tensors = []
-        pending = self._pending_written
-        alias = info.ret_alias_arg
-        for j, o in enumerate(outs):
-            if isinstance(o, Tensor):
-                r = 0 if single_list else j
-                f = fresh[r] if r < len(fresh) else False
-                w = r < len(rw) and rw[r]
-                if w:
-                    pending.append((op, True, len(oinfos), o))
-                ti = self._tinfo(o, False, f, bump=w)
-                k = alias[r] if r < len(alias) else -1
-                if k >= 0 and k < len(args) and isinstance(args[k], Tensor):
-                    try:
-                        v = args[k]._version
-                        ti = ti[:R.VERSION_BEFORE] + (v, v) + ti[R.WRITTEN:]
-                    except Exception:
-                        pass
-                oinfos.append(ti)
-                out_tensors.append(o)
-        for i, t in written:
-            pending.append((op, False, i, t))  # the version after, read by _flush once autograd bumped it
-        op.outputs = tuple(oinfos)
-        if written:
-            op.writes = True
-            if self._ck_cache:
-                self._ck_cache = {}
-        found = nan and out_tensors and self._search_outputs(op, info, out_tensors, args, kwargs)
-        self._keep(op, force=bool(found))
-        if out_tensors and not backward and not self._inference_mode():
-            # Weak references: a result must leave the handler unshared. autograd's as_view() reuses
-            # a view's TensorImpl only while nothing else holds it (else a shallow copy, which the
-            # recorder would then not see get its node), and 1.13's detach of a held inference-mode
-            # result fails ("Cannot set version_counter for inference tensor").
-            refs = [weakref.ref(o) for o in out_tensors]
-            self._pending_ops.append((op, refs, info))
-            self._last = _LastOp(op, refs)
+        out = info.call(*args, **kwargs)
+        if info.returns_tensor and isinstance(out, (bool, int, float, complex)):
+            out = self._rewrap(info, args, kwargs, out)
+        if op is None:
+            return out
+
+        try:
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            fresh = info.ret_fresh
+            rw = info.ret_writes
+            alias = info.ret_alias_arg
+            single_list = isinstance(out, list)
+            oinfos = []
+            out_tensors = []
+            pending = self._pending_written
+            for j, o in enumerate(outs):
+                if isinstance(o, Tensor):
+                    r = 0 if single_list else j
+                    w = r < len(rw) and rw[r]
+                    if w:
+                        pending.append((op, True, len(oinfos), o))
+                    ti = tinfo(o, False, r < len(fresh) and fresh[r], bump=w)
+                    k = alias[r] if r < len(alias) else -1
+                    if k >= 0 and k < len(args) and isinstance(args[k], Tensor):
+                        try:
+                            v = args[k]._version
+                            ti = ti[:R.VERSION_BEFORE] + (v, v) + ti[R.WRITTEN:]
+                        except Exception:
+                            pass
+                    oinfos.append(ti)
+                    out_tensors.append(o)
+            op.outputs = tuple(oinfos)
+            if written is not None:
+                if info.changes_metadata:
+                    for _, t in written:
+                        self._tcache.pop(id(t), None)
+                for i, t in written:
+                    pending.append((op, False, i, t))  # the version after, read by _flush once bumped
+                op.writes = True
+                if self._ck_cache:
+                    self._ck_cache = {}
+            # NaN search: the forward ops run with grad enabled (the step, not the optimizer's no-grad
+            # updates) and the aten ops backward nodes run, until the first NaN/Inf origin
+            found = False
+            if out_tensors and self._nan_active and not info.skip_nan and (depth == 1 if backward else grad):
+                found = self._search_outputs(op, info, out_tensors, args, kwargs)
+            # keep it (the bound: ops past it are counted as dropped; writes and backward nodes,
+            # what diagnoses need, are kept up to four times the bound)
+            self._ops_seen += 1
+            cost = R.OP_BYTES + R.TENSOR_BYTES * (len(op.inputs) + len(oinfos))
+            if frame is not None:
+                cost += R.SOURCE_BYTES
+            limit = self.options.max_bytes
+            if self._bytes + cost <= limit or found or (op.writes and self._bytes + cost <= 4 * limit):
+                self._bytes += cost
+                self._ops.append(op)
+            else:
+                self._ops_dropped += 1
+                if self._first_dropped < 0:
+                    self._first_dropped = len(self._ops)
+            if out_tensors and grad and not self._inference_mode():
+                # Weak references: a result must leave the handler unshared. autograd's as_view()
+                # reuses a view's TensorImpl only while nothing else holds it (else a shallow copy,
+                # which the recorder would then not see get its node), and 1.13's detach of a held
+                # inference-mode result fails ("Cannot set version_counter for inference tensor").
+                # Only with grad enabled: no other op makes a node.
+                refs = [weakref.ref(o) for o in out_tensors]
+                self._pending_ops.append((op, refs, info))
+                self._last = _LastOp(op, refs)
+        except Exception as exc:
+            self._internal_error(info.name, exc)
+        return out
 
     def _internal_error(self, where, exc):
         """The recorder's own failure: said once per place, counted, never raised into the program."""
@@ -616,21 +670,20 @@ class Recorder:
             if not (o.is_floating_point() or o.is_complex()) or o.layout is not strided or o.is_nested \
                     or not o.numel():
                 continue
-            if inputs is None:
-                inputs = self._input_tensors(args, kwargs)
             if o.device.type != "cpu":
+                if inputs is None:
+                    inputs = self._input_tensors(args, kwargs)
                 self._nan_pending.append((op, j, info, torch.isfinite(o).all(), o.isnan().any(),
                                           [weakref.ref(t) for t in inputs]))
                 if len(self._nan_pending) >= _NAN_BATCH:
                     self._check_nan_pending()
                 continue
-            if o.is_complex():
-                finite = bool(torch.isfinite(o).all())
-            else:
-                s = o.sum().item()
-                finite = (s - s == 0) or bool(torch.isfinite(o).all())
-            if not finite and self._judge(op, j, info, bool(o.isnan().any()), inputs):
-                return True
+            kind = _nonfinite(torch, o)
+            if kind is not None:
+                if inputs is None:
+                    inputs = self._input_tensors(args, kwargs)
+                if self._judge(op, j, info, kind == "nan", inputs):
+                    return True
         return False
 
     def _input_tensors(self, args, kwargs):
@@ -658,8 +711,9 @@ class Recorder:
                     if ti[R.WRITTEN]:
                         continue  # an in-place op's own result: not what it read
                     t = t() if isinstance(t, weakref.ref) else t
-                    if t is not None and (t.is_floating_point() or t.is_complex()) and t.numel() \
-                            and not bool(self.torch.isfinite(t).all()):
+                    if t is not None and (t.is_floating_point() or t.is_complex()) \
+                            and t.layout is self.torch.strided and not t.is_nested and t.numel() \
+                            and _nonfinite(self.torch, t) is not None:
                         expected = True
                         break
             if expected:
@@ -1084,14 +1138,23 @@ class Recorder:
             del quiet
 
     def _compare_checksums(self):
+        """Saved tensors whose checksum at unpack differs from the one at save while the version did
+        not move: silent mutations. CPU checksums are read one by one (no sync); device ones in one
+        transfer."""
         torch = self.torch
         pairs = [u for u in self._unpacks if u.checksum is not None and u.saved.checksum is not None]
         if not pairs:
             return
         try:
-            a = torch.stack([u.saved.checksum.to("cpu", torch.float64) for u in pairs])
-            b = torch.stack([u.checksum.to("cpu", torch.float64) for u in pairs])
-            changed = ((a != b) & ~(a.isnan() & b.isnan())).tolist()
+            if all(u.checksum.device.type == "cpu" and u.saved.checksum.device.type == "cpu" for u in pairs):
+                changed = []
+                for u in pairs:
+                    a, b = u.saved.checksum.item(), u.checksum.item()
+                    changed.append(a != b and not (a != a and b != b))
+            else:
+                a = torch.stack([u.saved.checksum.to("cpu", torch.float64) for u in pairs])
+                b = torch.stack([u.checksum.to("cpu", torch.float64) for u in pairs])
+                changed = ((a != b) & ~(a.isnan() & b.isnan())).tolist()
         except Exception:
             return
         for u, c in zip(pairs, changed):
@@ -1167,6 +1230,24 @@ class _NodeHook:
         if self.pre:
             return self.recorder._node_pre(self.stamp, args[0])
         return self.recorder._node_post(self.stamp, args[0], args[1])
+
+
+def _nonfinite(torch, t):
+    """None when the CPU tensor `t` holds only finite values, else "nan" or "inf". One sum in the
+    common case: on 1.13's CPU, isfinite/isnan + any cost ~17x a sum (1.7 ms for 786k floats); a
+    sum that is not finite is confirmed by amax/amin, which propagate NaN."""
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    s = t.sum().item()
+    if s - s == 0:
+        return None
+    hi = t.amax().item()
+    if hi != hi:
+        return "nan"
+    lo = t.amin().item()
+    if hi == float("inf") or lo == float("-inf"):
+        return "inf"
+    return None  # finite values whose sum overflowed
 
 
 def _patch(op, outputs, i, field, value):
