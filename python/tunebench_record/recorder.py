@@ -214,6 +214,7 @@ class Recorder:
         # NaN search
         self._nan_active = bool(options.nan_check)
         self._nan_pending = []
+        self._defer_nan = False  # True: queue CPU checks too, as a device's (tests use it)
         # results
         self.traces_written = []
         self._snapshot = None
@@ -670,7 +671,7 @@ class Recorder:
             if not (o.is_floating_point() or o.is_complex()) or o.layout is not strided or o.is_nested \
                     or not o.numel():
                 continue
-            if o.device.type != "cpu":
+            if self._defer_nan or o.device.type != "cpu":
                 if inputs is None:
                     inputs = self._input_tensors(args, kwargs)
                 self._nan_pending.append((op, j, info, torch.isfinite(o).all(), o.isnan().any(),

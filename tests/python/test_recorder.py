@@ -349,6 +349,27 @@ class NanTest(RecorderCase):
         # min/max only for the NaN op's inputs
         self.assertFalse(any("min" in i for o in t.ops if o is not op for i in o["inputs"]))
 
+    def test_queued_checks_find_the_same_origin(self):
+        """On a GPU the finite checks are queued (no sync per op) and read in batches: the same op."""
+        import log_nan
+        path = os.path.join(self.tmp, "queued.jsonl")
+        torch.manual_seed(0)
+        model = log_nan.Scorer()
+        with captured_stderr() as err, tunebench_record.recording(path, quiet_end=True) as recorder:
+            recorder._defer_nan = True
+            for _ in range(40):  # past one batch of queued checks before the NaN
+                model(torch.randn(4, 8)).abs().sum().backward()
+            pred = model(torch.randn(32, 8))
+            loss = -log_nan.log_likelihood(pred, False).mean()
+            loss.backward()
+        self.assertIn("NaN first appeared at aten::log (forward)", err.getvalue())
+        t = Trace(path)
+        op = t.ops[t.end["nan_op"]]
+        self.assertEqual(op["name"], "aten::log")
+        self.assertEqual(code(op), "return torch.log(pred)")
+        self.assertLess(op["inputs"][0]["min"], 0.0)
+        self.assertTrue(op["outputs"][0]["non_finite"])
+
     def test_no_nan_check(self):
         done, path = self.run_recorded("log_nan.py", options=["--no-nan-check"])
         self.assertEqual(done.returncode, 0)
