@@ -42,8 +42,11 @@ def report(path, recorder=None, state=None, summary=""):
     if state is not None and state.get("ops_dropped"):
         say("the trace reached its %g MiB bound (--max-record-mib): %d of %d ops were dropped from trace "
             "position %d on (their tensors and sources are missing; writes, backward nodes and saved "
-            "tensors were kept)" % (recorder.options.max_bytes / (1 << 20), state["ops_dropped"],
+            "tensors were kept)" % (recorder.options.max_record_mib, state["ops_dropped"],
                                      state["ops_seen"], state["first_dropped"]))
+    if state is not None and state.get("saved_dropped"):
+        say("%d saved tensors were past four times the bound (forwards without backward) and are not in "
+            "the trace; their versions were still checked" % state["saved_dropped"])
     cli = find_cli()
     if cli is None:
         say("%strace written to %s; read it with: tunebench inspect --trace %s" % (lead, path, path))

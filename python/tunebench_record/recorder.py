@@ -141,6 +141,7 @@ class Options:
                  program="", argv=None, report=None, where="program"):
         self.trace_path = trace_path
         self.nan_check = nan_check
+        self.max_record_mib = max_record_mib
         self.max_bytes = int(max_record_mib * (1 << 20))
         self.always_write = always_write
         self.checksums = checksums
@@ -224,6 +225,14 @@ class Recorder:
     # ------------------------------------------------------------------ window
     def _reset_window(self):
         self._window += 1
+        self._saved_dropped = 0
+        # storage labels of storages no address maps to any more (a long run makes new ones each step)
+        if len(getattr(self, "_slabel", ())) > 4 * len(getattr(self, "_sids", ())) + 1024:
+            live = set(self._sids.values())
+            self._slabel = {k: v for k, v in self._slabel.items() if k in live}
+        if len(getattr(self, "_sids", ())) > 1 << 20:
+            self._sids.clear()
+            self._slabel.clear()
         if len(getattr(self, "_tcache", ())) > 4096:
             self._tcache = {k: c for k, c in self._tcache.items() if c[0]() is not None}
         self._ops = []
@@ -256,6 +265,7 @@ class Recorder:
                 "ops": self._ops, "saved": self._saved, "unpacks": self._unpacks,
                 "stale_before": self._stale_before, "stale_unpack": self._stale_unpack,
                 "ops_seen": self._ops_seen, "ops_dropped": self._ops_dropped, "first_dropped": self._first_dropped,
+                "saved_dropped": self._saved_dropped,
                 "bytes": self._bytes, "nan_op": self._nan_op, "loss": self._loss, "silent": self._silent}
 
     # ------------------------------------------------------------------ start / stop
@@ -827,10 +837,15 @@ class Recorder:
             info.is_output = True
         else:
             self._pending_packs.append(info)
-        if self.options.checksums:
-            info.checksum = self._checksum(t)
-        self._saved.append(info)
-        self._bytes += R.OP_BYTES + R.TENSOR_BYTES
+        if self._bytes <= 4 * self.options.max_bytes:
+            if self.options.checksums:
+                info.checksum = self._checksum(t)
+            self._saved.append(info)
+            self._bytes += R.OP_BYTES + R.TENSOR_BYTES
+        else:
+            # a window past four times its bound (forwards without backward): the version check
+            # goes on, the record does not
+            self._saved_dropped += 1
         return _Box(t.detach() if output else t, info, not output)
 
     def _checksum(self, t):
@@ -899,8 +914,9 @@ class Recorder:
                 ck = None
                 if info.checksum is not None and not stale:
                     ck = self._checksum(t)
-                self._unpacks.append(UnpackRec(info, cur.gidx if cur is not None else -1, v, ck))
-                self._bytes += R.OP_BYTES
+                if self._bytes <= 4 * self.options.max_bytes or stale:
+                    self._unpacks.append(UnpackRec(info, cur.gidx if cur is not None else -1, v, ck))
+                    self._bytes += R.OP_BYTES
                 if stale:
                     self._stale_unpack.append((info, v))
             except Exception as exc:

@@ -213,9 +213,13 @@ def build(recorder, state, outcome, pytorch_error, failed_in, backward_succeeded
         return out
 
     names = _storage_names(recorder, state["roots"])
+    first_seen = {}  # a label from the trace itself for a storage the recorder no longer labels
+    for op in ops:
+        for ti in op.inputs + op.outputs:
+            first_seen.setdefault(ti[R.STORAGE], (ti[R.SHAPE], ti[R.DTYPE]))
     storage_lines = []
     for dense, internal in enumerate(storages.order, 1):
-        shape, dtype = recorder._slabel.get(internal, ((), None))
+        shape, dtype = recorder._slabel.get(internal) or first_seen.get(internal, ((), None))
         d = {"kind": "storage", "id": dense, "label": "%s %s" % (list(shape), _dtype(dtype))}
         if internal in names:
             d["name"] = names[internal]
@@ -228,11 +232,15 @@ def build(recorder, state, outcome, pytorch_error, failed_in, backward_succeeded
         except Exception:
             loss = None
     dropped = ""
+    if state.get("saved_dropped"):
+        dropped = ("%d saved tensors past four times the %g MiB bound (forwards without backward) are not in "
+                   "the trace; their versions were still checked. " % (state["saved_dropped"],
+                                                                        opts.max_record_mib))
     if state["ops_dropped"]:
-        dropped = ("%d of %d ops past the %g MiB bound (from trace position %d on): their tensors and sources "
-                   "are not in the trace; in-place writes and backward nodes were kept up to four times the "
-                   "bound, saved tensors and unpacks always"
-                   % (state["ops_dropped"], state["ops_seen"], opts.max_bytes / (1 << 20), state["first_dropped"]))
+        dropped += ("%d of %d ops past the %g MiB bound (from trace position %d on): their tensors and sources "
+                   "are not in the trace; in-place writes, backward nodes and saved tensors were kept up to "
+                   "four times the bound"
+                   % (state["ops_dropped"], state["ops_seen"], opts.max_record_mib, state["first_dropped"]))
     end = {"kind": "end", "outcome": outcome, "pytorch_error": pytorch_error or "", "failed_in": failed_in,
            "backward_succeeded": bool(backward_succeeded), "loss": loss,
            "stale_before_backward": stale(state["stale_before"]), "stale_at_unpack": stale(state["stale_unpack"]),

@@ -311,6 +311,33 @@ class KVCacheTest(RecorderCase):
         self.assertEqual([w["version_after"] for _, w in writes], [1, 2, 3, 4])
 
 
+class BoundTest(RecorderCase):
+    """Forwards without backward (an evaluation loop that forgot no_grad) stay within the bound."""
+
+    def test_forward_only_loop_is_bounded(self):
+        path = os.path.join(self.tmp, "bound.jsonl")
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+        with captured_stderr() as err, tunebench_record.recording(path, max_record_mib=0.05,
+                                                                  quiet_end=True) as r:
+            for _ in range(300):
+                out = model(torch.randn(2, 8))
+            limit = r.options.max_bytes
+            self.assertLessEqual(r._bytes, 4 * limit + 2000)
+            self.assertGreater(r._ops_dropped, 0)
+            self.assertGreater(r._saved_dropped, 0)
+            kept = len(r._saved)
+            h = torch.tanh(out)
+            h.add_(1)  # written after tanh saved it: still caught although past the bound
+            with self.assertRaises(RuntimeError) as caught:
+                h.sum().backward()
+        self.assertIn("is at version 1; expected version 0 instead.", str(caught.exception))
+        self.assertLess(kept, 4 * limit // 400)
+        t = Trace(path)
+        self.assertIn("saved tensors past four times the 0.05 MiB bound", t.end["dropped"])
+        self.assertIn("ops past the 0.05 MiB bound", t.end["dropped"])
+        self.assertIn("saved tensors were past four times the bound", err.getvalue())
+
+
 class NanTest(RecorderCase):
     """(c) torch.log of a prediction that can be negative."""
 
