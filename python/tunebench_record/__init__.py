@@ -84,9 +84,10 @@ def disable(quiet=False):
 def recording(trace=None, quiet_end=False, **kw):
     """Records the block: `with tunebench_record.recording(): ...`. Yields the recorder. Takes
     enable()'s arguments; `quiet_end`: say nothing when no backward ran in the block."""
+    outer = _active
     recorder = enable(trace, **kw)
     try:
         yield recorder
     finally:
-        if _active is recorder:
+        if outer is None and _active is recorder:  # (inside enable(): the outer recording goes on)
             disable(quiet=quiet_end)

@@ -41,7 +41,7 @@ def _missing_features(torch):
     """Names of the torch APIs the recorder needs that this torch lacks."""
     missing = []
     try:
-        from torch.utils._python_dispatch import TorchDispatchMode  # noqa: F401
+        from torch.utils._python_dispatch import TorchDispatchMode  # noqa: F401 (its presence is the test)
     except Exception:
         missing.append("torch.utils._python_dispatch.TorchDispatchMode")
     graph = getattr(torch.autograd, "graph", None)

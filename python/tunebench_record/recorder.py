@@ -18,7 +18,6 @@ Mechanism (the Python counterpart of engine/inspect/steprecorder.h, see docs/tra
 
 The recorder never diagnoses; it writes the trace (trace.py) and hands it to the engine (handoff.py).
 """
-import math
 import os
 import sys
 import threading
@@ -330,7 +329,8 @@ class Recorder:
 
     # ------------------------------------------------------------------ helpers
     def _quiet(self):
-        """An object that keeps the recorder's own ops out of the dispatch mode while it lives."""
+        """An object that keeps the recorder's own ops out of the dispatch mode while it lives (a RAII
+        guard: callers hold it in a local and `del` it in `finally`)."""
         return self._disable() if self._disable is not None else None
 
     def _storage(self, t, fresh):

@@ -7,7 +7,6 @@ import json
 import math
 import os
 import platform
-import sys
 import tempfile
 
 from . import __version__

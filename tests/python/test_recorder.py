@@ -806,6 +806,22 @@ class HandoffTest(RecorderCase):
         self.assertEqual(Trace(path).end["outcome"], "nan")
 
 
+class NotebookApiTest(RecorderCase):
+    def test_recording_block_inside_enable_leaves_it_on(self):
+        path = os.path.join(self.tmp, "nb.jsonl")
+        outer = tunebench_record.enable(trace=path)
+        try:
+            with tunebench_record.recording() as inner:
+                self.assertIs(inner, outer)
+            self.assertIs(tunebench_record._active, outer)
+        finally:
+            with captured_stderr() as err:
+                self.assertIs(tunebench_record.disable(), outer)
+        self.assertEqual(err.getvalue(), "tunebench_record: no backward ran while recording: nothing was recorded\n")
+        self.assertIsNone(tunebench_record.disable())
+        self.assertEqual(tunebench_record.__version__, "0.1.0")
+
+
 class WindowTest(RecorderCase):
     """Records since the last completed backward: a clean step clears the window."""
 
