@@ -32,7 +32,7 @@ def _parser():
     p.add_argument("--no-checksums", action="store_true",
                    help="do not checksum saved tensors (finds writes that bump no version, e.g. through .data)")
     p.add_argument("--version", action="version", version="tunebench_record " + __version__)
-    p.add_argument("script", metavar="SCRIPT", help="the Python program to run")
+    p.add_argument("script", metavar="SCRIPT", nargs="?", help="the Python program to run")
     p.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="its arguments")
     return p
 
@@ -80,8 +80,11 @@ def _run(script, argv):
 
 
 def main(argv=None):
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     script = args.script
+    if not script:
+        parser.error("which program to run? (python3 -m tunebench_record [options] SCRIPT [ARGS...])")
     if not os.path.exists(script):
         _say("no such script: %s" % script)
         return 2
