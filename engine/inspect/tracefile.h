@@ -1,6 +1,6 @@
 #pragma once
 // Trace files (docs/trace-format.md): what a recorder outside the engine (the Python recorder,
-// python/tunebench_record) saw of one step, read back into the inspector's report and diagnosed by
+// resources/python/tunebench_record) saw of one step, read back into the inspector's report and diagnosed by
 // the same analysis as the engine's own recordings (diagnosis.h). Torch-free.
 //
 // How to use:

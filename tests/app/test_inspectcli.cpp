@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <sstream>
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -146,6 +148,61 @@ TEST_F(InspectCliTest, ATraceOfAPythonProgramNamesTheLine)
     const json withOps = runJson({"--scenario", "kv-cache-inplace", "--trace"});
     EXPECT_TRUE(withOps.contains("ops"));
     EXPECT_FALSE(withOps["ops"].empty());
+}
+
+// `tunebench record` runs the user's program (a LLaMA-style attention with its KV cache written in place
+// while decoding) under the Python recorder: the program's own error and exit status pass through, and
+// the diagnosis (the engine's, from the trace) names the first write after the save and its line.
+TEST_F(InspectCliTest, RecordRunsAPythonProgramAndNamesItsLine)
+{
+    if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+        GTEST_SKIP() << "python3-torch is not installed";
+    const fs::path program = fs::path(TUNEBENCH_SOURCE_DIR) / "tests" / "python" / "programs" / "kv_cache_decode.py";
+    const fs::path trace = m_dir->path() / "kv.trace.jsonl";
+    const ProcessResult r = testing_support::runProcess(
+        TUNEBENCH_CLI, {"record", "--python", "/usr/bin/python3", "--trace", trace.string(), "--json", program.string()},
+        m_dir->path(), "record");
+    EXPECT_NE(r.exitCode, 0) << "the program's failure passes through";
+    EXPECT_NE(r.err.find("one of the variables needed for gradient computation has been modified by an inplace "
+                         "operation"), std::string::npos) << r.err;
+    ASSERT_TRUE(fs::exists(trace)) << r.err;
+    // The diagnosis is the one JSON line of stderr.
+    json diagnosis;
+    std::istringstream lines(r.err);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.starts_with("{\"") && line.find("\"status\"") != std::string::npos)
+            diagnosis = json::parse(line);
+    }
+    ASSERT_FALSE(diagnosis.is_null()) << r.err;
+    EXPECT_EQ(diagnosis["status"], "inplace_conflict");
+    EXPECT_EQ(diagnosis["culprit_op"], "aten::copy_");
+    ASSERT_TRUE(diagnosis["culprit_source"].is_object()) << diagnosis.dump();
+    EXPECT_EQ(fs::path(diagnosis["culprit_source"]["file"].get<std::string>()).filename(), "kv_cache_decode.py");
+    const std::string code = diagnosis["culprit_source"]["code"];
+    EXPECT_TRUE(code.starts_with("self.cache_")) << code;
+    EXPECT_NE(code.find("[:bsz, start_pos : start_pos + seqlen] = x"), std::string::npos) << code;
+    EXPECT_NE(diagnosis["culprit_module"].get<std::string>().find("attention"), std::string::npos);
+    // The first write after the save, not a later one.
+    ASSERT_FALSE(diagnosis["writes"].empty());
+    EXPECT_EQ(diagnosis["writes"][0]["index"], diagnosis["culprit_index"]);
+    // The same trace read again gives the same answer.
+    const json again = runJson({"--trace", trace.string()});
+    EXPECT_EQ(again["culprit_index"], diagnosis["culprit_index"]);
+    EXPECT_EQ(again["culprit_source"], diagnosis["culprit_source"]);
+
+    // Bad input: one line each, the program not run.
+    const ProcessResult missing = testing_support::runProcess(TUNEBENCH_CLI, {"record", "/nonexistent/train.py"}, m_dir->path(),
+                                                              "record-missing");
+    EXPECT_EQ(missing.exitCode, 1);
+    EXPECT_EQ(missing.err, "tunebench: no such script: /nonexistent/train.py\n");
+    const ProcessResult noPython = testing_support::runProcess(
+        TUNEBENCH_CLI, {"record", "--python", "/nonexistent/python9", program.string()}, m_dir->path(), "record-nopython");
+    EXPECT_EQ(noPython.exitCode, 1);
+    EXPECT_NE(noPython.err.find("tunebench: cannot run /nonexistent/python9"), std::string::npos) << noPython.err;
+    const ProcessResult where = testing_support::runProcess(TUNEBENCH_CLI, {"record", "--print-python-path"}, m_dir->path(),
+                                                            "record-path");
+    EXPECT_EQ(where.exitCode, 0);
+    EXPECT_TRUE(fs::is_directory(fs::path(where.out.substr(0, where.out.find('\n'))) / "tunebench_record")) << where.out;
 }
 
 TEST_F(InspectCliTest, BadInputIsOneClearError)
