@@ -56,9 +56,9 @@ int main(int argc, char **argv)
     commands.push_back(app::cli::makeDoctorCommand(app, globals));
     commands.push_back(app::cli::makePlanCommand(app, globals));
     commands.push_back(app::cli::makeInspectCommand(app, globals));
+    commands.push_back(app::cli::makeRecordCommand(app, globals));
     commands.push_back(app::cli::makeExportCommand(app, globals));
     commands.push_back(app::cli::makeLaunchCommand(app, globals));
-    commands.push_back(app::cli::makeRecordCommand(app, globals));
 
     if (argc == 1 || (argc == 2 && std::string_view(argv[1]) == "--demo")) {
         // The front found no display (or the build has no GUI): the demo in the terminal.

@@ -59,23 +59,34 @@ std::string torchScriptPath()
 }
 
 /// The script's line that the TorchScript op now running comes from: the innermost frame of the
-/// interpreter's call stack that has a file (a module scripted from the user's .py file). The line's
-/// text is read from the file afterwards (fillSourceCode), as the API differs between libtorch versions.
+/// interpreter's call stack (libtorch lists it first, the callers after it) that is in the user's code,
+/// torch's own modules (nn.Linear's F.linear) skipped. The line's text is read from the file afterwards
+/// (fillSourceCode), as the API differs between libtorch versions.
 std::optional<SourceLocation> torchScriptSource()
 {
-    const std::vector<torch::jit::StackEntry> stack = torch::jit::currentCallstack();
-    for (auto entry = stack.rbegin(); entry != stack.rend(); ++entry) {
-        const auto where = entry->range.file_line_col();
+    auto isTorchOwn = [](const std::string &file) {
+        return file.find("/site-packages/torch/") != std::string::npos ||
+               file.find("/dist-packages/torch/") != std::string::npos;
+    };
+    std::optional<SourceLocation> innermost;
+    for (const torch::jit::StackEntry &entry : torch::jit::currentCallstack()) {
+        // A module loaded from a saved archive runs its serialized code ("code/__torch__.py"); the archive's
+        // debug records map each of its ranges back to the user's file, when the module was saved with them.
+        const auto generated = entry.range.findSourceRangeThatGenerated();
+        const auto where = generated ? generated->file_line_col() : entry.range.file_line_col();
         if (!where || std::get<0>(*where).empty())
             continue;
         SourceLocation source;
         source.file = std::get<0>(*where);
         source.line = static_cast<int64_t>(std::get<1>(*where));
-        const std::string &function = entry->filename; // the function's qualified name, despite the field's name
+        const std::string &function = entry.filename; // the function's qualified name, despite the field's name
         source.function = function.substr(function.find_last_of('.') == std::string::npos ? 0 : function.find_last_of('.') + 1);
-        return source;
+        if (!isTorchOwn(source.file))
+            return source;
+        if (!innermost)
+            innermost = source;
     }
-    return std::nullopt;
+    return innermost;
 }
 
 } // namespace
