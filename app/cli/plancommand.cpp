@@ -53,7 +53,7 @@ void printTable(const Plan &plan)
     }
     std::printf("%s model, %s, strategy %s, dtype %s: %s\n", plan.modelType.c_str(), what.c_str(),
                 strategyName(s.strategy), s.dtype.empty() ? "as stored" : s.dtype.c_str(),
-                plan.fits ? "FITS" : "DOES NOT FIT");
+                plan.fits ? "FITS" : plan.memoryFits ? "INVALID (see the lint's errors)" : "DOES NOT FIT");
     for (const std::string &w : plan.warnings)
         std::printf("warning: %s\n", w.c_str());
     std::printf("\n%-6s %11s %11s %10s %10s %10s %11s %10s %10s %11s  %s\n", "device", "budget", "weights", "lora",
@@ -89,7 +89,11 @@ public:
         m_command->footer(
             "Budgets: --max-memory 0=15GiB,1=15GiB,cpu=13GiB[,disk=...] (integers are bytes; KB/MB/GB are powers of\n"
             "10, KiB/MiB/GiB of 2). Weights-only plans equal Accelerate's infer_auto_device_map. Training plans add\n"
-            "gradients, AdamW state, activations, logits and a runtime overhead per GPU (--gpu-overhead, 1 GiB).\n"
+            "gradients, AdamW state, activations, logits and runtime memory: per GPU that holds a layer (--gpu-overhead,\n"
+            "1 GiB) and on the CPU (the process itself, 256 MiB). One accounting places and judges: a module goes to\n"
+            "the next device only when the device's peak over the step (forward, backward or optimizer step, as the\n"
+            "table shows it) would pass its budget with it; trainable layers never go to disk (read-only there).\n"
+            "A lint error (bf16 on a T4, tied weights split, trainable weights on disk) makes the plan invalid.\n"
             "Examples:\n"
             "  tunebench plan --model chatglm-6b --max-memory 0=15GiB,1=15GiB,cpu=13GiB --dtype float16 \\\n"
             "      --train lora --lora-r 32 --lora-targets query_key_value --batch-size 3\n"
@@ -102,7 +106,10 @@ public:
         m_command->add_flag("--fallback-allocation", m_settings.fallbackAllocation,
                             "As Accelerate's infer_auto_device_map(fallback_allocation=True): a device that the next "
                             "module does not fit first takes a later module that does");
-        m_command->add_option("--dtype", m_dtype, "float16 | bfloat16 | float32 (default: as config/checkpoint)");
+        m_command->add_option("--dtype", m_dtype,
+                              "The load dtype, as from_pretrained(torch_dtype=...): float16 | bfloat16 | float32; every "
+                              "floating weight counts at its size (a float16 checkpoint loaded in float32: 4 bytes), so "
+                              "the maps equal Accelerate's on the model loaded that way (default: each tensor as stored)");
         m_command->add_option("--train", m_train, "none (default) | lora | full");
         m_command->add_option("--lora-r", m_settings.loraRank, "LoRA rank (default 8)");
         m_command->add_option("--lora-targets", m_loraTargets, "Modules LoRA adapts, e.g. q_proj,v_proj");
@@ -157,6 +164,7 @@ public:
                 cpu.kind = DeviceKind::Cpu;
                 cpu.name = "CPU RAM";
                 cpu.budget = availableRamBudget();
+                cpu.overheadBytes = kDefaultCpuOverheadBytes;
                 const auto at = std::find_if(devices.begin(), devices.end(), [](const DeviceSpec &d) { return !d.isGpu(); });
                 devices.insert(at, cpu);
                 notes.push_back("--max-memory has no cpu budget: using 80 % of the RAM available now ("

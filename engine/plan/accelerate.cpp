@@ -141,6 +141,8 @@ std::vector<int> withoutFound(const FlatTree &t, std::vector<int> modules, int f
 
 } // namespace
 
+std::vector<int> tiedParamsOutside(const FlatTree &tree, int item) { return tiedOutside(tree, item); }
+
 std::vector<char> noSplitFlags(const FlatTree &tree, const std::vector<std::string> &classes)
 {
     std::vector<char> flags(tree.nodes.size(), 0);

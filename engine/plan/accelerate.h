@@ -69,6 +69,10 @@ struct MapEntry {
     bool operator==(const MapEntry &) const = default;
 };
 
+/// The tied parameters outside `item` whose partner is inside it (infer_auto_device_map's tied_params):
+/// the walk keeps the modules that hold them with `item`.
+std::vector<int> tiedParamsOutside(const FlatTree &tree, int item);
+
 /// Per node: its class is in `classes`.
 std::vector<char> noSplitFlags(const FlatTree &tree, const std::vector<std::string> &classes);
 

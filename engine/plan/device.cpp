@@ -103,6 +103,7 @@ std::vector<DeviceSpec> parseMaxMemory(std::string_view text)
             spec.kind = DeviceKind::Cpu;
             spec.name = "CPU RAM";
             spec.budget = parseByteSize(size, label);
+            spec.overheadBytes = kDefaultCpuOverheadBytes;
             cpu = spec;
         } else if (device == "disk") {
             if (disk)
@@ -203,6 +204,7 @@ std::vector<DeviceSpec> machineDevices(const std::vector<MachineGpu> &gpus, int6
     cpu.kind = DeviceKind::Cpu;
     cpu.name = "CPU RAM";
     cpu.budget = cpuBudget;
+    cpu.overheadBytes = kDefaultCpuOverheadBytes;
     devices.push_back(cpu);
     return devices;
 }

@@ -23,6 +23,11 @@ enum class DeviceKind { Gpu, Cpu, Disk };
 /// 1 GiB, the middle of the 0.5-1.5 GB people measure. Counted inside the GPU's budget in training plans.
 inline constexpr int64_t kDefaultGpuOverheadBytes = int64_t(1) << 30;
 
+/// The process's own memory on the CPU in a training run (libtorch's code, its allocator caches, the
+/// Python-free runtime): measured as the resident memory of `tunebench-full` training the bundled model
+/// minus what the plan counts for that model (docs/memory-estimate.md). Counted on the CPU in training plans.
+inline constexpr int64_t kDefaultCpuOverheadBytes = int64_t(256) << 20;
+
 /// One device and its budget.
 struct DeviceSpec {
     DeviceKind kind = DeviceKind::Cpu;
@@ -31,7 +36,8 @@ struct DeviceSpec {
     int64_t totalBytes = 0;    ///< physical memory when known (from a preset); 0 = unknown
     int64_t budget = 0;        ///< bytes the plan may use; for disk 0 = unbounded
     bool bf16 = true;          ///< the GPU computes in bfloat16 (false for T4, V100)
-    int64_t overheadBytes = 0; ///< runtime overhead counted inside the budget (GPUs: kDefaultGpuOverheadBytes)
+    int64_t overheadBytes = 0; ///< runtime overhead counted inside the budget in training plans
+                               ///< (GPUs: kDefaultGpuOverheadBytes, cpu: kDefaultCpuOverheadBytes)
 
     /// Accelerate's key: "0", "1", ..., "cpu", "disk".
     std::string key() const;

@@ -91,7 +91,7 @@ ojson planJson(const Plan &plan)
     return ojson{{"device_map", deviceMapJson(plan)},
             {"devices", devices},
             {"peak", peak},
-            {"verdict", plan.fits ? "fits" : "does_not_fit"},
+            {"verdict", plan.fits ? "fits" : plan.memoryFits ? "invalid" : "does_not_fit"},
             {"lint", lint},
             {"explanations", explanations},
             {"warnings", plan.warnings},
@@ -141,6 +141,7 @@ Plan importDeviceMap(const ojson &document, const std::string &source, std::vect
         if (p.device == "cpu") {
             d.kind = DeviceKind::Cpu;
             d.name = "CPU RAM";
+            d.overheadBytes = kDefaultCpuOverheadBytes;
         } else if (p.device == "disk") {
             d.kind = DeviceKind::Disk;
             d.name = "disk";

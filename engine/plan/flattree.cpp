@@ -57,6 +57,15 @@ int64_t FlatNode::bufferBytes(int64_t targetBytes) const
     return total;
 }
 
+int64_t TensorBytes::loadedBytes(int64_t targetBytes) const
+{
+    if (isBool)
+        return (numel + 7) / 8;
+    if (targetBytes > 0 && isFloat && elementBytes >= 2)
+        return numel * targetBytes;
+    return numel * elementBytes;
+}
+
 int FlatTree::find(std::string_view name) const
 {
     const auto it = byName.find(std::string(name));
@@ -116,7 +125,7 @@ std::vector<int64_t> moduleSizes(const FlatTree &tree, int64_t targetBytes)
     for (size_t i = tree.nodes.size(); i-- > 0;) {
         const FlatNode &node = tree.nodes[i];
         if (node.isParam && !node.tiedDuplicate)
-            sizes[i] = TensorBytes{node.numel, node.elementBytes, node.isFloat, false}.bytes(targetBytes);
+            sizes[i] = TensorBytes{node.numel, node.elementBytes, node.isFloat, false}.loadedBytes(targetBytes);
         sizes[i] += node.bufferBytes(targetBytes);
         if (node.parent >= 0)
             sizes[node.parent] += sizes[i];

@@ -25,6 +25,10 @@ struct TensorBytes {
     /// Its size when loaded in a dtype of `targetBytes` per element (0 = keep its own): never upcast;
     /// bool at 1/8 byte an element, as accelerate's dtype_byte_size.
     int64_t bytes(int64_t targetBytes) const;
+    /// Its size as a parameter of a model loaded in a dtype of `targetBytes` per element
+    /// (`from_pretrained(torch_dtype=...)`; 0 = as stored): floating tensors take that dtype, up or down
+    /// (float8 ones stay); integer and bool ones keep theirs.
+    int64_t loadedBytes(int64_t targetBytes) const;
 };
 
 /// One module or parameter.
@@ -77,8 +81,9 @@ struct FlatTree {
 /// Flattens `tree`.
 FlatTree flatten(const model::ModuleTree &tree);
 
-/// Accelerate's compute_module_sizes for every node: numel × min(target, stored) bytes for floating
-/// tensors (never upcast), stored bytes for integer ones, 0 for tied duplicates; a module's size holds
+/// Accelerate's compute_module_sizes for every node, on the model as loaded in the dtype of `targetBytes`
+/// (TensorBytes::loadedBytes for parameters; buffers, which transformers keeps in their own dtype, at
+/// numel × min(target, stored) as Accelerate counts them); 0 for tied duplicates; a module's size holds
 /// its buffers. `targetBytes` 0 = keep each tensor's dtype.
 std::vector<int64_t> moduleSizes(const FlatTree &tree, int64_t targetBytes);
 

@@ -77,7 +77,8 @@ struct Plan {
     std::vector<Placement> deviceMap;   ///< in module order
     std::vector<DeviceUsage> usage;     ///< one per device, same order as `devices`
     PlanPeak peak;
-    bool fits = true;                   ///< every device fits
+    bool fits = true;                   ///< every device fits and the lint has no error
+    bool memoryFits = true;             ///< every device fits (a lint error may still make the plan invalid)
     std::vector<LintFinding> lint;
     std::vector<std::string> warnings;  ///< e.g. the tree came from tensor names
     std::vector<std::string> minimums;  ///< "GPU 0 would need at least 1.20 GiB", for devices that got nothing

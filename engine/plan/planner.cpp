@@ -4,8 +4,10 @@
 #include "engine/core/error.h"
 #include "engine/core/format.h"
 #include "engine/plan/accelerate.h"
+#include "engine/plan/deviceledger.h"
 #include "engine/plan/lint.h"
 #include "engine/plan/memorymodel.h"
+#include "engine/plan/trainingplacement.h"
 
 #include <algorithm>
 #include <map>
@@ -16,17 +18,6 @@ namespace {
 std::vector<std::string> noSplitClassesFor(const PlanModel &model, const PlanSettings &settings)
 {
     return settings.noSplit ? *settings.noSplit : model.tree.noSplitClasses;
-}
-
-// Where a device's layers compute: disk-resident layers run on the CPU (tunebench maps them and
-// computes there); everything else in place.
-std::vector<int> executionDevices(const std::vector<DeviceSpec> &devices)
-{
-    const int cpu = findDevice(devices, "cpu");
-    std::vector<int> out;
-    for (size_t i = 0; i < devices.size(); ++i)
-        out.push_back(devices[i].kind == DeviceKind::Disk && cpu >= 0 ? cpu : static_cast<int>(i));
-    return out;
 }
 
 std::string bytes(int64_t b) { return formatBytes(b); }
@@ -65,122 +56,17 @@ struct Evaluation {
     bool fits = true;
 };
 
+// The verdict of each device, from the ledger's figures (the same the training placement used).
 Evaluation evaluate(const FlatTree &t, const std::vector<DeviceSpec> &devices, const PlanSettings &settings,
                     const NodeCosts &c, const std::vector<int> &deviceOfNode)
 {
-    const size_t n = devices.size();
     const bool training = settings.train != TrainMode::None;
-    const std::vector<int> exec = executionDevices(devices);
-    std::vector<int64_t> W(n), L(n), G(n), O(n), A(n), Lf(n), Lb(n), T(n), H(n), Htied(n);
-    for (size_t i = 0; i < t.nodes.size(); ++i) {
-        const int d = deviceOfNode[i];
-        if (d < 0)
-            continue;
-        const int e = exec[d];
-        W[d] += c.weights[i];
-        L[d] += c.lora[i];
-        G[d] += c.gradients[i];
-        O[d] += c.optimizer[i];
-        T[d] = std::max(T[d], c.optimizerTemp[i]);
-        A[e] += c.saved[i];
-        Lf[e] += c.logitsForward[i];
-        Lb[e] += c.logitsBackward[i];
-        // Backward starts at the head: its weight gradient (a tied head's lands on its partner's device).
-        if (c.logitsForward[i] > 0 && settings.train == TrainMode::Full) {
-            for (const int item : t.nodes[i].items) {
-                const FlatNode &p = t.nodes[item];
-                if (!p.isParam)
-                    continue;
-                int where = d;
-                if (p.tiedDuplicate) {
-                    for (const auto &group : t.tiedGroups) {
-                        if (std::find(group.begin(), group.end(), p.name) == group.end())
-                            continue;
-                        for (const std::string &other : group) {
-                            const int o = t.find(other);
-                            if (o >= 0 && !t.nodes[o].tiedDuplicate && deviceOfNode[o] >= 0)
-                                where = deviceOfNode[o];
-                        }
-                    }
-                }
-                H[where] += p.numel * 4;
-                if (p.tiedDuplicate)
-                    Htied[where] += p.numel * 4;
-            }
-        }
-    }
-    // Backward through the blocks, walked from the last (blocks in registration order are execution order).
-    // While block k runs backward its execution device holds what forward saved up to the end of k (the
-    // later blocks' sets and the loss's were freed once their backward ran), the gradients of every
-    // parameter from k on (a tied head's on its partner), k's recompute and working set, and the logits
-    // the caller still holds (half of Lf).
-    std::vector<MemoryBreakdown> blockPeak(n);
-    if (training) {
-        std::vector<int64_t> savedBefore(n, 0), gradsBefore(n, 0), gradsTotal(n, 0);
-        for (size_t i = 0; i < t.nodes.size(); ++i) {
-            if (deviceOfNode[i] >= 0)
-                gradsTotal[deviceOfNode[i]] += c.gradients[i];
-        }
-        for (size_t i = 0; i < t.nodes.size(); ++i) {
-            const int d = deviceOfNode[i];
-            if (c.block[i] && d >= 0) {
-                const int e = exec[d];
-                int64_t saved = savedBefore[e];
-                for (int j = static_cast<int>(i); j < t.nodes[i].end; ++j) {
-                    if (deviceOfNode[j] >= 0 && exec[deviceOfNode[j]] == e)
-                        saved += c.saved[j];
-                }
-                MemoryBreakdown at{W[e], L[e], gradsTotal[e] - gradsBefore[e] + Htied[e], O[e],
-                                   saved + c.recompute[i] + c.working[i], Lf[e] / 2, 0};
-                if (at.total() > blockPeak[e].total())
-                    blockPeak[e] = at;
-            }
-            if (d >= 0) {
-                savedBefore[exec[d]] += c.saved[i];
-                gradsBefore[d] += c.gradients[i];
-            }
-        }
-    }
+    DeviceLedger ledger(t, c, devices, settings);
+    ledger.assignAll(deviceOfNode);
     Evaluation ev;
     double worst = -1.0;
-    for (size_t d = 0; d < n; ++d) {
-        DeviceUsage u;
-        u.device = devices[d];
-        const int64_t overhead = training && devices[d].isGpu() && (W[d] + A[d] + Lf[d] > 0) ? devices[d].overheadBytes : 0;
-        if (!training) {
-            u.memory.weights = W[d];
-            u.peakPhase = Phase::Load;
-        } else {
-            MemoryBreakdown fwd{W[d], L[d], 0, O[d], A[d], Lf[d], overhead};
-            // Start of backward: every saved set, and the loss's tensors: the logits, log-probabilities and
-            // both their gradients (Lf + Lb) in log_softmax's backward; then in the head's backward the logits,
-            // their gradient and the head's weight gradient ((Lf + Lb) / 2 + H).
-            MemoryBreakdown bwd{W[d], L[d], 0, O[d], A[d], Lf[d] + Lb[d], overhead};
-            if ((Lf[d] + Lb[d]) / 2 + H[d] > Lf[d] + Lb[d]) {
-                bwd.gradients = H[d];
-                bwd.logits = (Lf[d] + Lb[d]) / 2;
-            }
-            MemoryBreakdown blocks = blockPeak[d];
-            blocks.overhead = overhead;
-            if (blocks.total() > bwd.total())
-                bwd = blocks;
-            MemoryBreakdown opt{W[d], L[d], G[d], O[d], T[d], 0, overhead};
-            u.forwardBytes = fwd.total();
-            u.backwardBytes = bwd.total();
-            u.optimizerBytes = opt.total();
-            u.memory = fwd;
-            u.peakPhase = Phase::Forward;
-            if (u.backwardBytes > u.memory.total()) {
-                u.memory = bwd;
-                u.peakPhase = Phase::Backward;
-            }
-            if (u.optimizerBytes > u.memory.total()) {
-                u.memory = opt;
-                u.peakPhase = Phase::OptimizerStep;
-            }
-        }
-        u.peakBytes = u.memory.total();
-        const std::string label = deviceLabel(devices[d]);
+    for (size_t d = 0; d < devices.size(); ++d) {
+        DeviceUsage u = ledger.usage(static_cast<int>(d));
         if (devices[d].unbounded() || devices[d].budget <= 0) {
             u.fits = true;
             u.verdict = "fits: " + bytes(u.peakBytes) + (devices[d].kind == DeviceKind::Disk ? " on disk (no limit given)" : " (no budget given)");
@@ -213,13 +99,27 @@ std::vector<DeviceSpec> withDisk(std::vector<DeviceSpec> devices)
     return devices;
 }
 
+int lastBeforeDisk(const std::vector<DeviceSpec> &devices)
+{
+    int last = -1;
+    for (size_t i = 0; i < devices.size(); ++i) {
+        if (devices[i].kind != DeviceKind::Disk)
+            last = static_cast<int>(i);
+    }
+    return last;
+}
+
 void finish(Plan &plan, const FlatTree &t, const NodeCosts &costs, const std::vector<int> &deviceOfNode)
 {
     Evaluation ev = evaluate(t, plan.devices, plan.settings, costs, deviceOfNode);
     plan.usage = std::move(ev.usage);
     plan.peak = ev.peak;
     plan.fits = ev.fits;
+    plan.memoryFits = ev.fits;
     plan.lint = lintPlan(plan, t, costs, deviceOfNode);
+    // A plan with an error in its lint fails however much room it leaves: the run would not work.
+    for (const LintFinding &f : plan.lint)
+        plan.fits = plan.fits && f.severity != "error";
 }
 
 // Known parameterless modules of transformers classes, which Accelerate's maps may name.
@@ -230,6 +130,151 @@ bool parameterlessName(const std::string &local)
     return std::any_of(std::begin(names), std::end(names), [&](const char *n) { return local == n; });
 }
 
+
+// The firstPlacement index of every node: the first placed item inside it (or holding it).
+std::vector<size_t> firstPlacements(const FlatTree &t, const std::vector<PlacedItem> &placed)
+{
+    std::vector<size_t> first(t.nodes.size(), SIZE_MAX);
+    for (size_t k = 0; k < placed.size(); ++k) {
+        for (int a = placed[k].node; a >= 0; a = t.nodes[static_cast<size_t>(a)].parent)
+            first[static_cast<size_t>(a)] = std::min(first[static_cast<size_t>(a)], k);
+    }
+    return first;
+}
+
+// Weights-only: Accelerate's infer_auto_device_map, entry for entry.
+void placeWeightsOnly(Plan &plan, const FlatTree &t, const NodeCosts &costs, const std::vector<char> &flags,
+                      int64_t weightBytes)
+{
+    const std::vector<DeviceSpec> &devices = plan.devices;
+    const PlanSettings &settings = plan.settings;
+    AutoMapInput in{&t, moduleSizes(t, weightBytes), flags, true, settings.fallbackAllocation};
+    const std::vector<int64_t> budgets = settings.strategy == Strategy::Sequential
+        ? plainMemory(devices)
+        : balancedMemory(in, devices, settings.strategy == Strategy::BalancedLow0);
+    const AutoMapResult result = inferAutoDeviceMap(in, devices, budgets);
+    const std::vector<MapEntry> cleaned = cleanDeviceMap(t, result.placed);
+    const std::vector<size_t> firstPlacement = firstPlacements(t, result.placed);
+    for (const MapEntry &e : cleaned) {
+        const int node = t.find(e.module);
+        const DeviceSpec &dev = devices[static_cast<size_t>(e.device)];
+        const std::string label = deviceLabel(dev);
+        std::string text = (e.module.empty() ? std::string("the whole model") : e.module) + " -> " + label + ": needs "
+            + costText(costs, t, node, false);
+        const size_t k = node >= 0 ? firstPlacement[static_cast<size_t>(node)] : SIZE_MAX;
+        const DeviceSkip *why = nullptr;
+        for (const DeviceSkip &s : result.skips) {
+            if (k != SIZE_MAX && s.placedBefore <= k && s.device < e.device)
+                why = &s;
+        }
+        if (why) {
+            const std::string budgetNote = why->reserved > 0
+                ? " (after keeping " + bytes(why->reserved) + " free for the largest layer, Accelerate's reserve)"
+                : std::string();
+            text += "; " + deviceLabel(devices[static_cast<size_t>(why->device)]) + " had "
+                + bytes(std::max<int64_t>(0, why->room)) + " left" + budgetNote + " and "
+                + t.nodes[static_cast<size_t>(why->node)].name + " needs " + bytes(why->itemSize);
+        } else if (k != SIZE_MAX && result.placed[k].freeBefore >= 0) {
+            text += "; " + label + " had " + bytes(result.placed[k].freeBefore) + " free";
+        }
+        plan.deviceMap.push_back({e.module, dev.key(), text});
+    }
+    for (const DeviceSkip &s : result.skips) {
+        if (!s.emptyDevice || devices[static_cast<size_t>(s.device)].kind == DeviceKind::Disk)
+            continue;
+        plan.minimums.push_back(deviceLabel(devices[static_cast<size_t>(s.device)]) + " would need at least "
+                                + bytes(s.itemSize + s.reserved) + " to hold " + t.nodes[static_cast<size_t>(s.node)].name
+                                + " (" + bytes(s.itemSize) + ")"
+                                + (s.reserved > 0 ? " plus the reserve of " + bytes(s.reserved) : std::string()));
+    }
+    finish(plan, t, costs, devicesOfNodes(t, cleaned));
+}
+
+// Training: the greedy walk over the ledger's peaks; each explanation quotes the figures the table shows.
+void placeTraining(Plan &plan, const FlatTree &t, const NodeCosts &costs, const std::vector<char> &flags)
+{
+    const std::vector<DeviceSpec> &devices = plan.devices;
+    const std::vector<int64_t> limits = trainingLimits(t, costs, devices, plan.settings);
+    const TrainingPlacementResult result = placeForTraining(t, costs, devices, plan.settings, flags, limits);
+    const std::vector<MapEntry> cleaned = cleanDeviceMap(t, result.placed);
+    const std::vector<size_t> firstPlacement = firstPlacements(t, result.placed);
+    const auto limitText = [&](const TrainingSkip &s) {
+        const DeviceSpec &d = devices[static_cast<size_t>(s.device)];
+        return s.limit < d.budget ? "its balanced share of " + bytes(s.limit) + " (budget " + bytes(d.budget) + ")"
+                                  : "its budget of " + bytes(s.limit);
+    };
+    for (const MapEntry &e : cleaned) {
+        const int node = t.find(e.module);
+        const DeviceSpec &dev = devices[static_cast<size_t>(e.device)];
+        const std::string label = deviceLabel(dev);
+        std::string text = (e.module.empty() ? std::string("the whole model") : e.module) + " -> " + label + ": needs "
+            + costText(costs, t, node, true);
+        const size_t k = node >= 0 ? firstPlacement[static_cast<size_t>(node)] : SIZE_MAX;
+        // The first module a device received says why the device before it took no more; the others
+        // say how much room they found.
+        bool firstOnDevice = k != SIZE_MAX;
+        for (size_t j = 0; j < k && firstOnDevice; ++j)
+            firstOnDevice = result.placed[j].device != e.device;
+        const TrainingSkip *why = nullptr;
+        for (const TrainingSkip &s : result.skips) {
+            if (firstOnDevice && s.placedBefore <= k && s.device < e.device)
+                why = &s;
+        }
+        if (why) {
+            text += "; " + deviceLabel(devices[static_cast<size_t>(why->device)]) + " peaks at " + bytes(why->peakBefore)
+                + " with what it holds, and " + t.nodes[static_cast<size_t>(why->node)].name + " would bring it to "
+                + bytes(why->peakWith) + " at " + phaseName(why->phaseWith) + ", over " + limitText(*why);
+        } else if (k != SIZE_MAX && result.placed[k].freeBefore >= 0) {
+            text += "; " + label + " had " + bytes(result.placed[k].freeBefore) + " free";
+        }
+        if (std::find(result.forcedOffDisk.begin(), result.forcedOffDisk.end(), node) != result.forcedOffDisk.end())
+            text += "; trained, so not on disk (disk-offloaded weights are read-only)";
+        plan.deviceMap.push_back({e.module, dev.key(), text});
+    }
+    std::vector<char> holdsSomething(devices.size(), 0);
+    for (const PlacedItem &p : result.placed)
+        holdsSomething[static_cast<size_t>(p.device)] = 1;
+    for (const TrainingSkip &s : result.skips) {
+        const DeviceSpec &d = devices[static_cast<size_t>(s.device)];
+        if (holdsSomething[static_cast<size_t>(s.device)] || d.kind == DeviceKind::Disk)
+            continue;
+        plan.minimums.push_back(deviceLabel(d) + " would need at least " + bytes(s.peakWith) + " to hold "
+                                + t.nodes[static_cast<size_t>(s.node)].name + " (its peak at " + phaseName(s.phaseWith)
+                                + ", runtime overhead included)");
+    }
+    finish(plan, t, costs, devicesOfNodes(t, cleaned));
+    // Offloaded layers compute on the CPU: say so when what they compute is what overfills it.
+    const int cpu = findDevice(devices, "cpu");
+    if (cpu >= 0 && !plan.usage[static_cast<size_t>(cpu)].fits) {
+        std::string names;
+        int64_t computed = 0;
+        for (const PlacedItem &p : result.placed) {
+            if (devices[static_cast<size_t>(p.device)].kind != DeviceKind::Disk)
+                continue;
+            int64_t bytesHere = 0;
+            for (int i = p.node; i < t.nodes[static_cast<size_t>(p.node)].end; ++i)
+                bytesHere += costs.saved[static_cast<size_t>(i)] + costs.logitsForward[static_cast<size_t>(i)];
+            if (bytesHere == 0)
+                continue;
+            computed += bytesHere;
+            names += (names.empty() ? "" : ", ") + t.nodes[static_cast<size_t>(p.node)].name;
+        }
+        if (computed > 0)
+            plan.warnings.push_back("offloaded to disk, " + names + " compute on the CPU: their " + bytes(computed)
+                                    + " of activations and logits count there, and the CPU does not fit");
+    }
+    if (!result.forcedOffDisk.empty() && lastBeforeDisk(devices) >= 0) {
+        const DeviceUsage &u = plan.usage[static_cast<size_t>(lastBeforeDisk(devices))];
+        std::string names;
+        for (size_t i = 0; i < result.forcedOffDisk.size() && i < 3; ++i)
+            names += (i ? ", " : "") + t.nodes[static_cast<size_t>(result.forcedOffDisk[i])].name;
+        if (result.forcedOffDisk.size() > 3)
+            names += ", ...";
+        plan.warnings.push_back("trainable modules cannot go to disk (disk-offloaded weights are read-only memory maps): "
+                                + names + " stay on " + deviceLabel(u.device) + ", which needs at least "
+                                + bytes(u.peakBytes) + " for this plan" + (u.device.budget > 0 ? " (it has " + bytes(u.device.budget) + ")" : std::string()));
+    }
+}
 } // namespace
 
 const char *phaseName(Phase phase)
@@ -329,68 +374,11 @@ Plan Planner::plan(const std::vector<DeviceSpec> &devicesIn, const PlanSettings 
     const NodeCosts costs = computeCosts(t, m_model, settings, weightBytes, flags);
     const bool training = settings.train != TrainMode::None;
 
-    AutoMapInput in{&t, training ? costs.placementSizes(t) : moduleSizes(t, weightBytes), flags, !training,
-                    settings.fallbackAllocation};
-    std::vector<DeviceSpec> devices = withDisk(devicesIn);
-    std::vector<DeviceSpec> planning = devices;
-    if (training) {
-        int64_t transient = 0, temp = 0;
-        for (size_t i = 0; i < t.nodes.size(); ++i) {
-            transient = std::max(transient, costs.working[i] + costs.recompute[i]);
-            temp = std::max(temp, costs.optimizerTemp[i]);
-        }
-        for (DeviceSpec &d : planning) {
-            if (d.kind == DeviceKind::Disk)
-                continue;
-            d.budget = std::max<int64_t>(1, d.budget - (d.isGpu() ? d.overheadBytes : 0) - transient - temp);
-        }
-    }
-    const std::vector<int64_t> budgets = settings.strategy == Strategy::Sequential
-        ? plainMemory(planning)
-        : balancedMemory(in, planning, settings.strategy == Strategy::BalancedLow0);
-    const AutoMapResult result = inferAutoDeviceMap(in, planning, budgets);
-    plan.devices = devices;
-
-    // The map, with an explanation per entry.
-    const std::vector<MapEntry> cleaned = cleanDeviceMap(t, result.placed);
-    std::vector<size_t> firstPlacement(t.nodes.size(), SIZE_MAX);
-    for (size_t k = 0; k < result.placed.size(); ++k) {
-        const PlacedItem &p = result.placed[k];
-        for (int a = p.node; a >= 0; a = t.nodes[a].parent)
-            firstPlacement[a] = std::min(firstPlacement[a], k);
-    }
-    for (const MapEntry &e : cleaned) {
-        const int node = t.find(e.module);
-        const DeviceSpec &dev = devices[e.device];
-        const std::string label = deviceLabel(dev);
-        std::string text = (e.module.empty() ? std::string("the whole model") : e.module) + " -> " + label + ": needs "
-            + costText(costs, t, node, training);
-        const size_t k = node >= 0 ? firstPlacement[node] : SIZE_MAX;
-        const DeviceSkip *why = nullptr;
-        for (const DeviceSkip &s : result.skips) {
-            if (k != SIZE_MAX && s.placedBefore <= k && s.device < e.device)
-                why = &s;
-        }
-        if (why) {
-            const std::string budgetNote = why->reserved > 0
-                ? " (after keeping " + bytes(why->reserved) + " free for the largest layer, Accelerate's reserve)"
-                : std::string();
-            text += "; " + deviceLabel(devices[why->device]) + " had " + bytes(std::max<int64_t>(0, why->room)) + " left"
-                + budgetNote + " and " + t.nodes[why->node].name + " needs " + bytes(why->itemSize);
-        } else if (k != SIZE_MAX && result.placed[k].freeBefore >= 0) {
-            text += "; " + label + " had " + bytes(result.placed[k].freeBefore) + " free";
-        }
-        plan.deviceMap.push_back({e.module, dev.key(), text});
-    }
-    for (const DeviceSkip &s : result.skips) {
-        if (!s.emptyDevice || devices[s.device].kind == DeviceKind::Disk)
-            continue;
-        plan.minimums.push_back(deviceLabel(devices[s.device]) + " would need at least "
-                                + bytes(s.itemSize + s.reserved + (training && devices[s.device].isGpu() ? devices[s.device].overheadBytes : 0))
-                                + " to hold " + t.nodes[s.node].name + " (" + bytes(s.itemSize) + ")"
-                                + (s.reserved > 0 ? " plus the reserve of " + bytes(s.reserved) : std::string()));
-    }
-    finish(plan, t, costs, devicesOfNodes(t, cleaned));
+    plan.devices = withDisk(devicesIn);
+    if (training)
+        placeTraining(plan, t, costs, flags);
+    else
+        placeWeightsOnly(plan, t, costs, flags, weightBytes);
     return plan;
 }
 

@@ -203,7 +203,9 @@ TEST_F(PlanCliTest, GpuOverheadAndLoraDropoutAreSettings)
     EXPECT_EQ(standard["devices"][0]["overhead"], 1LL << 30);
     EXPECT_EQ(none["devices"][0]["overhead"], 0);
     EXPECT_EQ(large["devices"][0]["overhead"], 5LL << 29);
-    EXPECT_EQ(none["devices"][2]["overhead"], 0); // the CPU has none
+    // The CPU counts the process's own runtime memory, whatever the GPUs' overhead.
+    EXPECT_EQ(none["devices"][2]["overhead"], 256LL << 20 /* kDefaultCpuOverheadBytes */);
+    EXPECT_EQ(large["devices"][2]["overhead"], 256LL << 20 /* kDefaultCpuOverheadBytes */);
     // Less room for layers on the GPUs: the CPU gets at least as much.
     auto onCpu = [](const json &plan) {
         int count = 0;

@@ -386,6 +386,14 @@ void PlanPage::showPlan(const Plan &plan)
                                       .arg(what, where, bytesText(plan.peak.bytes), fromStd(engine::plan::phaseName(plan.peak.phase)))
                                 : tr("%1 does not fit: %2 needs %3 at its peak in %4.")
                                       .arg(what, where, bytesText(plan.peak.bytes), fromStd(engine::plan::phaseName(plan.peak.phase)));
+    if (!plan.fits && plan.memoryFits) { // the memory fits, but the lint found an error: the run would fail
+        for (const engine::plan::LintFinding &f : plan.lint) {
+            if (f.severity == "error") {
+                verdict = tr("The plan is invalid: %1").arg(fromStd(f.message));
+                break;
+            }
+        }
+    }
     m_verdictLabel->setText(verdict);
     QPalette palette = m_verdictLabel->palette();
     palette.setColor(QPalette::WindowText, plan.fits ? QColor(0x2e, 0x7d, 0x32) : QColor(0xc6, 0x28, 0x28));

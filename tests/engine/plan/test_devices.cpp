@@ -20,7 +20,7 @@ TEST(Devices, ParsesMaxMemoryInAccelerateOrder)
     EXPECT_EQ(devices[1].torchDevice(), "cuda:1");
     EXPECT_EQ(devices[0].budget, 15LL << 30);
     EXPECT_EQ(devices[0].overheadBytes, kDefaultGpuOverheadBytes);
-    EXPECT_EQ(devices[2].overheadBytes, 0);
+    EXPECT_EQ(devices[2].overheadBytes, kDefaultCpuOverheadBytes);
     EXPECT_EQ(devices[3].budget, 100'000'000'000LL);
 }
 

@@ -1,6 +1,7 @@
 // Plans of real model configs (tests/data/model/configs), training-aware plans, the lint, and the
 // drag-and-revalidate edit.
 
+#include "engine/core/format.h"
 #include "engine/plan/devicemapjson.h"
 #include "engine/plan/memorymodel.h"
 #include "engine/plan/planner.h"
@@ -224,8 +225,10 @@ TEST(PlanTraining, FullFineTuningComponents)
     s.sequenceLength = 1;
     const Plan plan = Planner(plan_fixtures::tinyModel()).plan(parseMaxMemory("cpu=1GB"), s);
     const DeviceUsage &cpu = *plan.usageOf("cpu");
-    // Optimizer step: weights + gradients + moments + AdamW's temporaries for the largest tensor (8 x 50 B).
-    EXPECT_EQ(cpu.optimizerBytes, 1420 + 1420 + 2840 + 400);
+    // Optimizer step: weights + gradients + moments + AdamW's temporaries for the largest tensor (8 x 50 B),
+    // and the process's own runtime memory on the CPU.
+    EXPECT_EQ(cpu.optimizerBytes, 1420 + 1420 + 2840 + 400 + kDefaultCpuOverheadBytes);
+    EXPECT_EQ(cpu.memory.overhead, kDefaultCpuOverheadBytes);
     EXPECT_EQ(plan.usageOf("cpu")->peakPhase, Phase::OptimizerStep);
     EXPECT_EQ(cpu.memory.weights, 1420);
     EXPECT_EQ(cpu.memory.gradients, 1420);
@@ -320,13 +323,24 @@ TEST(PlanLint, Pitfalls)
         EXPECT_FALSE(f.fix.empty()) << f.id;
         EXPECT_TRUE(f.severity == "error" || f.severity == "warning") << f.id;
     }
-    // Trainable parameters on disk: full fine-tuning that spills.
+    // Full fine-tuning that does not fit: the planner keeps the trainable layers off disk (on the CPU, which
+    // then does not fit, naming the budget it would need); a layer moved to disk by hand is an error.
     PlanSettings full;
     full.train = TrainMode::Full;
     full.dtype = "float16";
     const Plan spill = planner.plan(parseMaxMemory("0=4GiB,cpu=4GiB"), full);
-    EXPECT_TRUE(lintIds(spill).count("trainable_on_disk"));
-    EXPECT_FALSE(spill.fits || lintIds(spill).count("does_not_fit") == 0);
+    EXPECT_EQ(spill.deviceOf("model.layers.31"), "cpu");
+    EXPECT_FALSE(lintIds(spill).count("trainable_on_disk"));
+    EXPECT_FALSE(spill.fits);
+    EXPECT_TRUE(lintIds(spill).count("does_not_fit"));
+    const DeviceUsage &cpu = *spill.usageOf("cpu");
+    bool named = false;
+    for (const std::string &w : spill.warnings)
+        named = named || w.find("needs at least " + engine::formatBytes(cpu.peakBytes)) != std::string::npos;
+    EXPECT_TRUE(named) << "the warning names the smallest cpu budget that would hold the plan";
+    const Plan onDisk = planner.move(spill, "model.layers.31", "disk");
+    EXPECT_TRUE(lintIds(onDisk).count("trainable_on_disk"));
+    EXPECT_FALSE(onDisk.fits);
 }
 
 TEST(PlanBadInput, SettingsAndTargets)
