@@ -1,9 +1,10 @@
 // Planning speed: a 405B-class model (Llama-3.1-405B's shapes, 126 layers) planned weights-only and
 // balanced (target < 4 ms; Accelerate takes ~42 ms plus ~26 ms to build its meta model), and a
 // drag-and-revalidate on an 80-layer model (Llama-3-70B's shapes; target < 1 ms), which the Plan page
-// runs on every drag. Prints medians of many runs.
+// runs on every drag, and the advisor on the 126-layer model (target < 50 ms). Prints medians of many runs.
 //   build/bench/plan_bench [rounds]
 
+#include "engine/plan/advisor.h"
 #include "engine/plan/planner.h"
 
 #include <nlohmann/json.hpp>
@@ -68,6 +69,21 @@ int main(int argc, char **argv)
     const double moveMs = medianMs(rounds, [&] { sink += planner80.move(plan80, "model.layers.40", to).lint.size(); });
     const double plan80Ms = medianMs(rounds, [&] { sink += planner80.plan(parseMaxMemory("0=80GB,1=80GB,cpu=256GB"), lora).deviceMap.size(); });
 
+    // A full advice on the 126-layer model: full fine-tuning that does not fit on eight 80 GB GPUs
+    // (target < 50 ms), and the largest batch of a LoRA plan that fits.
+    PlanSettings full;
+    full.train = TrainMode::Full;
+    full.dtype = "bfloat16";
+    const double adviseMs = medianMs(std::max(1, rounds / 20), [&] { sink += advise(planner405, gpus, full).size(); });
+    PlanSettings lora405;
+    lora405.train = TrainMode::Lora;
+    lora405.dtype = "bfloat16";
+    lora405.batchSize = 1;
+    const double adviseFitMs = medianMs(std::max(1, rounds / 20), [&] { sink += advise(planner405, gpus, lora405).size(); });
+    const double trainPlanMs = medianMs(std::max(1, rounds / 10), [&] { sink += planner405.plan(gpus, full).deviceMap.size(); });
+    std::printf("405B-class: full fine-tuning plan %.3f ms; advice when it does not fit %.3f ms, largest batch when it "
+                "fits %.3f ms (target < 50 ms: %.1fx under)\n",
+                trainPlanMs, adviseMs, adviseFitMs, 50.0 / std::max(adviseMs, adviseFitMs));
     std::printf("405B-class (126 layers, %zu nodes): tree %.3f ms, weights-only balanced plan %.3f ms (target < 4 ms: %.1fx under)\n",
                 planner405.flatTree().nodes.size(), buildMs, planMs, 4.0 / planMs);
     std::printf("80 layers (%zu nodes): LoRA training plan %.3f ms; drag-and-revalidate %.3f ms (target < 1 ms: %.1fx under)\n",

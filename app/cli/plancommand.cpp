@@ -9,6 +9,7 @@
 #include "engine/core/error.h"
 #include "engine/core/textutil.h"
 #include "engine/core/format.h"
+#include "engine/plan/advisor.h"
 #include "engine/plan/devicemapjson.h"
 #include "engine/plan/planner.h"
 
@@ -81,6 +82,44 @@ void printTable(const Plan &plan)
     }
 }
 
+// The flags of one piece of advice, as they are typed: --train lora --checkpointing --batch-size 2.
+std::string adviceFlags(const nlohmann::ordered_json &changes)
+{
+    std::string out;
+    for (const auto &[flag, value] : changes.items()) {
+        out += (out.empty() ? "--" : " --") + flag;
+        if (!value.is_boolean())
+            out += " " + (value.is_string() ? value.get<std::string>() : value.dump());
+    }
+    return out;
+}
+
+nlohmann::ordered_json adviceJson(const std::vector<Advice> &advice)
+{
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const Advice &a : advice)
+        list.push_back({{"changes", a.changes},
+                        {"verdict", a.plan.fits ? "fits" : "does_not_fit"},
+                        {"peak", a.plan.peak.bytes},
+                        {"peak_device", a.plan.peak.device},
+                        {"peak_phase", phaseName(a.plan.peak.phase)},
+                        {"why", a.why}});
+    return list;
+}
+
+void printAdvice(const Plan &plan, const std::vector<Advice> &advice)
+{
+    std::printf("\nadvice:\n");
+    if (advice.empty()) {
+        std::printf("  %s\n", plan.fits ? "none: no larger batch fits"
+                                        : "none: no change tunebench can train (LoRA, rank, checkpointing, batch, "
+                                          "sequence length, bf16) makes this fit; give more budget");
+        return;
+    }
+    for (const Advice &a : advice)
+        std::printf("  %s\n      %s\n", adviceFlags(a.changes).c_str(), a.why.c_str());
+}
+
 class PlanCommand : public Command {
 public:
     explicit PlanCommand(CLI::App &app)
@@ -122,6 +161,10 @@ public:
         m_command->add_option("--seq-len", m_settings.sequenceLength, "Tokens per sequence (default 128)");
         m_command->add_flag("--checkpointing", m_settings.checkpointing, "Gradient checkpointing per decoder layer");
         m_command->add_flag("--json", m_json, "Print one JSON object");
+        m_command->add_flag("--advise", m_advise,
+                            "Training plans: when the plan does not fit, the nearest plans that do (LoRA, rank, "
+                            "checkpointing, batch with accumulation, sequence length, bf16), each as the flags that "
+                            "give it; when it fits, the largest batch that fits. With --json: an \"advice\" list");
         m_command->add_option("--output", m_output, "Write the device map for Accelerate (JSON with max_memory; a .py snippet beside it)");
         m_command->add_option("--import", m_import, "Validate a device map JSON against the model");
     }
@@ -206,10 +249,21 @@ public:
                 snippet.replace_extension(".py");
                 engine::writeFileAtomically(snippet, pythonSnippet(plan, m_model));
             }
+            std::vector<Advice> advice;
+            if (m_advise) {
+                if (settings.train == TrainMode::None)
+                    throw engine::invalidInput("--advise needs a training plan (--train lora or --train full)");
+                advice = advise(planner, plan.devices, settings);
+            }
             if (m_json) {
-                std::cout << planJson(plan).dump() << "\n";
+                nlohmann::ordered_json out = planJson(plan);
+                if (m_advise)
+                    out["advice"] = adviceJson(advice);
+                std::cout << out.dump() << "\n";
             } else {
                 printTable(plan);
+                if (m_advise)
+                    printAdvice(plan, advice);
                 if (!m_output.empty())
                     std::printf("\nwrote %s and %s\n", m_output.c_str(),
                                 std::filesystem::path(m_output).replace_extension(".py").c_str());
@@ -223,7 +277,7 @@ private:
     PlanSettings m_settings;
     std::string m_model, m_maxMemory, m_strategy = "auto", m_noSplit, m_dtype, m_train = "none", m_loraTargets;
     std::string m_output, m_import, m_gpuOverhead;
-    bool m_json = false;
+    bool m_json = false, m_advise = false;
 };
 
 } // namespace

@@ -3,8 +3,10 @@
 // device before it by the plan's own numbers; importing a plan's own map gives the same plan; moving a
 // module away and back gives the same plan. Plus the inconsistencies users reported, as regressions.
 
+#include "engine/core/error.h"
 #include "engine/core/format.h"
 #include "engine/plan/accelerate.h"
+#include "engine/plan/advisor.h"
 #include "engine/plan/devicemapjson.h"
 #include "engine/plan/memorymodel.h"
 #include "engine/plan/planner.h"
@@ -13,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -244,4 +247,58 @@ TEST(PlanConsistency, ALintErrorMakesThePlanInvalid)
     const Plan ok = planner.plan(devices, s);
     EXPECT_TRUE(ok.fits);
     EXPECT_EQ(planJson(ok)["verdict"], "fits");
+}
+
+// The advisor: the reported Llama-3.1-8B full fine-tuning case gets plans that fit, and each is the plan its
+// flags give when planned directly.
+TEST(PlanAdvisor, TheNearestPlansThatFitAreThePlansTheirFlagsGive)
+{
+    const Planner planner(planModelFromPath(kConfigs / "llama-3.1-8b.json"));
+    const auto devices = parseMaxMemory("0=15GiB,1=15GiB,cpu=13GiB");
+    for (const auto &[mode, batch, seq] : {std::tuple{TrainMode::Full, 8, 128}, std::tuple{TrainMode::Lora, 8, 1024}}) {
+        PlanSettings s;
+        s.train = mode;
+        s.batchSize = batch;
+        s.sequenceLength = seq;
+        s.dtype = "float32";
+        ASSERT_FALSE(planner.plan(devices, s).fits);
+        const std::vector<Advice> advice = advise(planner, devices, s);
+        ASSERT_FALSE(advice.empty()) << trainModeName(mode);
+        int previousCost = 0;
+        for (const Advice &a : advice) {
+            EXPECT_TRUE(a.plan.fits) << a.changes.dump();
+            EXPECT_FALSE(a.why.empty());
+            EXPECT_GE(a.cost, previousCost) << "nearest first";
+            previousCost = a.cost;
+            const Plan direct = planner.plan(devices, withChanges(s, a.changes));
+            expectSameNumbers(direct, a.plan, a.changes.dump());
+            EXPECT_EQ(direct.peak.bytes, a.plan.peak.bytes);
+        }
+        if (mode == TrainMode::Full) // 8B parameters with gradients and AdamW state cannot fit in 43 GiB
+            for (const Advice &a : advice)
+                EXPECT_EQ(a.changes["train"], "lora") << a.changes.dump();
+        else
+            for (const Advice &a : advice)
+                EXPECT_FALSE(a.changes.contains("train"));
+    }
+}
+
+TEST(PlanAdvisor, APlanThatFitsGetsTheLargestBatchThatFits)
+{
+    const Planner planner(planModelFromPath(kConfigs / "qwen2-0.5b.json"));
+    const auto devices = parseMaxMemory("0=8GiB,cpu=13GiB");
+    PlanSettings s;
+    s.train = TrainMode::Lora;
+    ASSERT_TRUE(planner.plan(devices, s).fits);
+    const std::vector<Advice> advice = advise(planner, devices, s);
+    ASSERT_EQ(advice.size(), 1u);
+    const int64_t batch = advice[0].changes["batch-size"].get<int64_t>();
+    EXPECT_GT(batch, s.batchSize);
+    EXPECT_TRUE(planner.plan(devices, withChanges(s, advice[0].changes)).fits);
+    EXPECT_FALSE(planner.plan(devices, withChanges(s, {{"batch-size", batch + 1}})).fits) << "the largest";
+    // Weights-only plans get none; bad changes are refused by name.
+    PlanSettings weights;
+    EXPECT_TRUE(advise(planner, devices, weights).empty());
+    EXPECT_THROW(withChanges(s, {{"learning-rate", 1}}), engine::Error);
+    EXPECT_THROW(withChanges(s, {{"batch-size", "two"}}), engine::Error);
 }
