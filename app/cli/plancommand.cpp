@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -101,7 +102,9 @@ nlohmann::ordered_json adviceJson(const std::vector<Advice> &advice)
         list.push_back({{"changes", a.changes},
                         {"verdict", a.plan.fits ? "fits" : "does_not_fit"},
                         {"peak", a.plan.peak.bytes},
-                        {"peak_device", a.plan.peak.device},
+                        {"peak_device", !a.plan.peak.device.empty() && std::isdigit(static_cast<unsigned char>(a.plan.peak.device[0]))
+                                            ? nlohmann::ordered_json(std::stoi(a.plan.peak.device))
+                                            : nlohmann::ordered_json(a.plan.peak.device)}, // as device_map: 0, 1, "cpu"
                         {"peak_phase", phaseName(a.plan.peak.phase)},
                         {"why", a.why}});
     return list;

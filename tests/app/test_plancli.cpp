@@ -249,3 +249,42 @@ TEST_F(PlanCliTest, BadInputGivesOneError)
     expectOneError({"--model", model, "--max-memory", "0=100MB,cpu=100MB", "--dtype", "float16"},
                    "GPU 0 would need at least");
 }
+
+// --advise: each suggestion's flags, typed back into `tunebench plan`, give the plan it promised.
+TEST_F(PlanCliTest, AdviceFlagsReplanToThePlanTheyPromise)
+{
+    const std::vector<std::string> base = {"--model", (kConfigs / "llama-3.1-8b.json").string(), "--max-memory",
+                                           "0=15GiB,1=15GiB,cpu=13GiB", "--train", "full", "--dtype", "float32"};
+    std::vector<std::string> asked = base;
+    asked.push_back("--advise");
+    const json plan = runJson(asked);
+    ASSERT_TRUE(plan.is_object());
+    EXPECT_EQ(plan["verdict"], "does_not_fit");
+    ASSERT_TRUE(plan["advice"].is_array());
+    ASSERT_FALSE(plan["advice"].empty());
+    for (const json &advice : plan["advice"]) {
+        EXPECT_EQ(advice["verdict"], "fits");
+        EXPECT_FALSE(advice["why"].get<std::string>().empty());
+        std::vector<std::string> args = base;
+        for (const auto &[flag, value] : advice["changes"].items()) {
+            // A later flag overrides the same one in `base` (CLI11 keeps the last value).
+            args.push_back("--" + flag);
+            if (!value.is_boolean())
+                args.push_back(value.is_string() ? value.get<std::string>() : value.dump());
+        }
+        const json replanned = runJson(args);
+        ASSERT_TRUE(replanned.is_object()) << advice.dump();
+        EXPECT_EQ(replanned["verdict"], "fits") << advice.dump();
+        EXPECT_EQ(replanned["peak"]["bytes"], advice["peak"]) << advice.dump();
+        EXPECT_EQ(replanned["peak"]["device"], advice["peak_device"]) << advice.dump();
+    }
+    // Text: the flags as they are typed.
+    const ProcessResult text = run(asked);
+    EXPECT_EQ(text.exitCode, 0) << text.err;
+    EXPECT_NE(text.out.find("advice:\n  --train lora"), std::string::npos) << text.out;
+    // Weights-only: refused by name.
+    const ProcessResult weights = run({"--model", (kConfigs / "llama-3.1-8b.json").string(), "--max-memory", "0=15GiB",
+                                       "--advise"});
+    EXPECT_NE(weights.exitCode, 0);
+    EXPECT_NE(weights.err.find("--advise needs a training plan"), std::string::npos) << weights.err;
+}
