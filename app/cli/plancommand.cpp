@@ -64,24 +64,6 @@ void printCatalog(bool asJson)
     std::printf("\nPlan one with: tunebench plan --model NAME --max-memory ... (configs only; no weights are downloaded)\n");
 }
 
-// --model is a folder or config.json when one of that name exists (as before the catalog), else a
-// catalog name. Returns the model and what a Python loader should call from_pretrained with.
-std::pair<PlanModel, std::string> resolveModel(const std::string &model)
-{
-    std::error_code ec;
-    if (std::filesystem::exists(model, ec))
-        return {planModelFromPath(model), model};
-    if (const std::optional<CatalogEntry> entry = findCatalogEntry(model))
-        return {loadCatalogModel(model), entry->repoId};
-    if (model.find('/') != std::string::npos || model.ends_with(".json"))
-        return {planModelFromPath(model), model}; // a path: its own "no such file" error
-    try {
-        return {loadCatalogModel(model), model};
-    } catch (const engine::Error &error) {
-        throw engine::invalidInput("--model " + model + ": no such folder or config.json, and " + error.what());
-    }
-}
-
 void printTable(const Plan &plan)
 {
     const PlanSettings &s = plan.settings;
@@ -196,8 +178,9 @@ public:
                         d.overheadBytes = *gpuOverhead;
             };
 
-            auto [model, loaderName] = resolveModel(m_model);
-            const Planner planner(std::move(model));
+            ResolvedModel resolved = resolvePlanModel(m_model);
+            const std::string loaderName = resolved.loaderName;
+            const Planner planner(std::move(resolved.model));
             std::vector<DeviceSpec> devices;
             std::vector<std::string> notes;
             if (m_command->count("--max-memory")) {

@@ -158,4 +158,21 @@ PlanModel loadCatalogModel(const std::string &name, const fs::path &dir)
     return planModelFromConfig(document.at("config"), entry->file.string());
 }
 
+ResolvedModel resolvePlanModel(const std::string &pathOrName, const fs::path &dir)
+{
+    std::error_code ec;
+    if (fs::exists(pathOrName, ec))
+        return {planModelFromPath(pathOrName), pathOrName, std::nullopt};
+    if (std::optional<CatalogEntry> entry = findCatalogEntry(pathOrName, dir))
+        return {loadCatalogModel(pathOrName, dir), entry->repoId, std::move(entry)};
+    // A path-like name gets planModelFromPath's own "no such file".
+    if (pathOrName.find('/') != std::string::npos || pathOrName.ends_with(".json"))
+        return {planModelFromPath(pathOrName), pathOrName, std::nullopt};
+    try {
+        return {loadCatalogModel(pathOrName, dir), pathOrName, std::nullopt};
+    } catch (const Error &error) {
+        throw invalidInput(pathOrName + ": no such folder or config.json, and " + error.what());
+    }
+}
+
 } // namespace engine::plan

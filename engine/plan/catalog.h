@@ -46,4 +46,16 @@ std::optional<CatalogEntry> findCatalogEntry(const std::string &name, const std:
 /// Error(InvalidInput) naming it and the nearest names of the catalog.
 PlanModel loadCatalogModel(const std::string &name, const std::filesystem::path &dir = catalogDir());
 
+/// A model as `tunebench plan --model` and the Plan page's model field take it.
+struct ResolvedModel {
+    PlanModel model;
+    std::string loaderName;           ///< what from_pretrained should load: the path, or the catalog's repo id
+    std::optional<CatalogEntry> entry; ///< set when it came from the catalog
+};
+
+/// `pathOrName` is a folder or config.json when one of that name exists (so an existing folder keeps
+/// its meaning), else a catalog name. Throws Error(InvalidInput) saying it is neither, with the
+/// nearest catalog names.
+ResolvedModel resolvePlanModel(const std::string &pathOrName, const std::filesystem::path &dir = catalogDir());
+
 } // namespace engine::plan

@@ -100,3 +100,26 @@ TEST(PlanCatalog, MissingFolderIsAnEmptyCatalog)
 }
 
 } // namespace
+
+namespace {
+
+TEST(PlanCatalog, ResolvesAnExistingPathFirstThenACatalogName)
+{
+    const ResolvedModel byName = resolvePlanModel("mistral-7b-v0.3", kCatalog);
+    ASSERT_TRUE(byName.entry);
+    EXPECT_EQ(byName.loaderName, "mistralai/Mistral-7B-v0.3");
+    EXPECT_EQ(byName.model.tree.modelType, "mistral");
+
+    const std::string config = std::string(TUNEBENCH_TEST_DATA) + "/model/configs/gpt2.json";
+    const ResolvedModel byPath = resolvePlanModel(config, kCatalog);
+    EXPECT_FALSE(byPath.entry);
+    EXPECT_EQ(byPath.loaderName, config);
+
+    expectError([] { resolvePlanModel("mistral-7b", kCatalog); }, engine::ErrorKind::InvalidInput,
+                "mistral-7b: no such folder or config.json, and no catalog model named \"mistral-7b\"; nearest: "
+                "mistral-7b-v0.3");
+    // A path keeps planModelFromPath's own error (I/O: no such file).
+    expectError([] { resolvePlanModel("no/such/config.json", kCatalog); }, engine::ErrorKind::Io, "no/such/config.json");
+}
+
+} // namespace
