@@ -78,7 +78,7 @@ resources=$root/usr/share/tunebench
 while IFS= read -r -d '' source; do
   relative=${source#resources/}
   check "resource $relative is packaged, the same as resources/$relative" cmp -s "$source" "$resources/$relative"
-done < <(find resources/demo resources/base resources/python -type f ! -name '*.sh' ! -name '*.pyc' ! -path '*/__pycache__/*' -print0)
+done < <(find resources/demo resources/base resources/python resources/plan-catalog -type f ! -name '*.sh' ! -name '*.pyc' ! -path '*/__pycache__/*' -print0)
 caches=$(find "$resources" -name '__pycache__' 2>/dev/null)
 check "no Python caches in the resources${caches:+ (found: $caches)}" [ -z "$caches" ]
 scripts=$(find "$resources" -name '*.sh' 2>/dev/null)
@@ -150,6 +150,8 @@ if [[ -x "$root/usr/bin/tunebench" && -n "$module" ]]; then
     cat "$work/train.txt" >&2
     fail "tunebench train --demo --steps 2"
   fi
+  check "tunebench plan --model llama-3.1-8b plans from the packaged catalog" \
+    bash -c "'$root/usr/bin/tunebench' plan --model llama-3.1-8b --max-memory 0=24GiB,cpu=64GiB | grep -q FITS"
   check "tunebench record --print-python-path names the packaged recorder" \
     test "$("$root/usr/bin/tunebench" record --print-python-path)" = "$resources/python"
   if [[ -n "$engine" ]]; then

@@ -10,6 +10,7 @@
 #include "engine/core/textutil.h"
 #include "engine/core/format.h"
 #include "engine/plan/advisor.h"
+#include "engine/plan/catalog.h"
 #include "engine/plan/devicemapjson.h"
 #include "engine/plan/planner.h"
 
@@ -43,6 +44,27 @@ std::vector<std::string> splitList(const std::string &text)
 }
 
 std::string cell(int64_t bytes) { return bytes == 0 ? "-" : formatBytes(bytes); }
+
+// `plan --list-models`: the catalog as a table, or with --json as a list of objects.
+void printCatalog(bool asJson)
+{
+    const std::vector<CatalogEntry> entries = listCatalog();
+    if (asJson) {
+        nlohmann::ordered_json list = nlohmann::ordered_json::array();
+        for (const CatalogEntry &e : entries) {
+            list.push_back({{"name", e.name}, {"display_name", e.displayName}, {"repo_id", e.repoId},
+                            {"model_type", e.modelType}, {"parameters", e.parameters},
+                            {"parameters_published", e.parametersPublished}});
+        }
+        std::cout << list.dump() << "\n";
+        return;
+    }
+    std::printf("%-16s %-28s %-8s %s\n", "name", "repo id", "type", "parameters");
+    for (const CatalogEntry &e : entries)
+        std::printf("%-16s %-28s %-8s %s\n", e.name.c_str(), e.repoId.c_str(), e.modelType.c_str(),
+                    e.parametersPublished.c_str());
+    std::printf("\nPlan one with: tunebench plan --model NAME --max-memory ... (configs only; no weights are downloaded)\n");
+}
 
 void printTable(const Plan &plan)
 {
@@ -136,12 +158,16 @@ public:
             "the next device only when the device's peak over the step (forward, backward or optimizer step, as the\n"
             "table shows it) would pass its budget with it; trainable layers never go to disk (read-only there).\n"
             "A lint error (bf16 on a T4, tied weights split, trainable weights on disk) makes the plan invalid.\n"
+            "Catalog: --model also takes the name of a well-known config shipped with tunebench (--list-models),\n"
+            "planned without downloading anything; a folder of the same name wins.\n"
             "Examples:\n"
             "  tunebench plan --model chatglm-6b --max-memory 0=15GiB,1=15GiB,cpu=13GiB --dtype float16 \\\n"
             "      --train lora --lora-r 32 --lora-targets query_key_value --batch-size 3\n"
             "  tunebench plan --model DIR --max-memory 0=24GB,cpu=64GB --json --output device_map.json\n"
             "  tunebench plan --model DIR --import device_map.json");
-        m_command->add_option("--model", m_model, "Model folder or config.json")->required();
+        m_command->add_option("--model", m_model, "Model folder, config.json, or a catalog name (see --list-models)");
+        m_command->add_flag("--list-models", m_listModels,
+                            "List the catalog of well-known configs (name, repo id, type, parameters); with --json, a list");
         m_command->add_option("--max-memory", m_maxMemory, "Budgets: 0=15GiB,1=15GiB,cpu=13GiB[,disk=...]");
         m_command->add_option("--strategy", m_strategy, "sequential | balanced | balanced_low_0 | auto (default)");
         m_command->add_option("--no-split", m_noSplit, "Classes never split (CLASS[,CLASS...] or none; default: the decoder layer)");
@@ -177,6 +203,15 @@ public:
     int run() override
     {
         return reportingErrors([this] {
+            if (m_listModels) {
+                if (m_command->count("--model"))
+                    throw engine::invalidInput("--list-models lists the catalog: give it without --model");
+                printCatalog(m_json);
+                return static_cast<int>(ExitOk);
+            }
+            if (!m_command->count("--model"))
+                throw engine::invalidInput("--model is required: a model folder, a config.json or a catalog name "
+                                           "(tunebench plan --list-models)");
             PlanSettings settings = m_settings;
             settings.strategy = parseStrategy(m_strategy, "--strategy");
             settings.train = parseTrainMode(m_train, "--train");
@@ -196,7 +231,9 @@ public:
                         d.overheadBytes = *gpuOverhead;
             };
 
-            const Planner planner(planModelFromPath(m_model));
+            ResolvedModel resolved = resolvePlanModel(m_model);
+            const std::string loaderName = resolved.loaderName;
+            const Planner planner(std::move(resolved.model));
             std::vector<DeviceSpec> devices;
             std::vector<std::string> notes;
             if (m_command->count("--max-memory")) {
@@ -250,7 +287,7 @@ public:
                 engine::writeFileAtomically(m_output, exportJson(plan).dump(2) + "\n");
                 std::filesystem::path snippet = m_output;
                 snippet.replace_extension(".py");
-                engine::writeFileAtomically(snippet, pythonSnippet(plan, m_model));
+                engine::writeFileAtomically(snippet, pythonSnippet(plan, loaderName));
             }
             std::vector<Advice> advice;
             if (m_advise) {
@@ -281,6 +318,7 @@ private:
     std::string m_model, m_maxMemory, m_strategy = "auto", m_noSplit, m_dtype, m_train = "none", m_loraTargets;
     std::string m_output, m_import, m_gpuOverhead;
     bool m_json = false, m_advise = false;
+    bool m_listModels = false;
 };
 
 } // namespace

@@ -288,3 +288,69 @@ TEST_F(PlanCliTest, AdviceFlagsReplanToThePlanTheyPromise)
     EXPECT_NE(weights.exitCode, 0);
     EXPECT_NE(weights.err.find("--advise needs a training plan"), std::string::npos) << weights.err;
 }
+
+// The catalog (resources/plan-catalog): a well-known model planned by name, without a folder.
+TEST_F(PlanCliTest, CatalogModelPlansByName)
+{
+    const json out = runJson({"--model", "qwen2.5-0.5b", "--max-memory", "0=8GiB,cpu=8GiB", "--train", "lora"});
+    ASSERT_TRUE(out.is_object());
+    EXPECT_EQ(out["verdict"], "fits");
+    EXPECT_EQ(out["no_split"], json::array({"Qwen2DecoderLayer"}));
+    EXPECT_EQ(out["device_map"], json({{"", 0}}));
+    EXPECT_GT(out["devices"][0]["lora"].get<int64_t>(), 0);
+
+    // The Python snippet loads the model from its Hugging Face repo, not from a folder called "gpt2".
+    const fs::path map = path("map.json");
+    const ProcessResult r = run({"--model", "gpt2", "--max-memory", "0=1GiB,cpu=8GiB", "--output", map.string()});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("gpt2 model, weights only"), std::string::npos) << r.out;
+    std::ifstream snippet(path("map.py"));
+    const std::string python((std::istreambuf_iterator<char>(snippet)), std::istreambuf_iterator<char>());
+    EXPECT_NE(python.find("\"openai-community/gpt2\""), std::string::npos) << python;
+}
+
+TEST_F(PlanCliTest, ListModels)
+{
+    const ProcessResult table = run({"--list-models"});
+    ASSERT_EQ(table.exitCode, 0) << table.err;
+    for (const char *text : {"llama-3.1-8b", "meta-llama/Llama-3.1-8B", "qwen2.5-14b", "chatglm", "124M"})
+        EXPECT_NE(table.out.find(text), std::string::npos) << text << "\n" << table.out;
+
+    const json list = runJson({"--list-models"});
+    ASSERT_TRUE(list.is_array());
+    EXPECT_EQ(list.size(), 13u);
+    bool mistral = false;
+    for (const json &e : list) {
+        for (const char *key : {"name", "display_name", "repo_id", "model_type", "parameters"})
+            EXPECT_TRUE(e.contains(key)) << key << " in " << e.dump();
+        if (e["name"] == "mistral-7b-v0.3") {
+            mistral = true;
+            EXPECT_EQ(e["repo_id"], "mistralai/Mistral-7B-v0.3");
+            EXPECT_EQ(e["model_type"], "mistral");
+            EXPECT_EQ(e["parameters"], 7'250'000'000LL);
+        }
+    }
+    EXPECT_TRUE(mistral);
+}
+
+TEST_F(PlanCliTest, CatalogNamesAndModelChoiceRefusedByName)
+{
+    expectOneError({"--model", "llama-3.1-7b", "--max-memory", "0=15GiB"}, "no catalog model named \"llama-3.1-7b\"");
+    expectOneError({"--model", "llama-3.1-7b", "--max-memory", "0=15GiB"}, "nearest: llama-3.1-8b");
+    expectOneError({"--max-memory", "0=15GiB"}, "--model is required");
+    expectOneError({"--list-models", "--model", "gpt2"}, "--list-models");
+}
+
+// A folder named like a catalog model is what --model meant before the catalog existed: it wins.
+TEST_F(PlanCliTest, FolderOfACatalogNameWins)
+{
+    const fs::path folder = path("gpt2");
+    fs::create_directories(folder);
+    testing_support::writeTinyConfig(folder);
+    const std::string command = "cd '" + m_dir->path().string() + "' && exec '" + TUNEBENCH_CLI
+        + "' plan --model gpt2 --max-memory 0=1GiB,cpu=1GiB --json";
+    const ProcessResult r = testing_support::runProcess("/bin/sh", {"-c", command}, m_dir->path(), "sh");
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    const json out = json::parse(r.out);
+    EXPECT_EQ(out["no_split"], json::array({"LlamaDecoderLayer"})) << "planned the catalog's gpt2: " << r.out;
+}

@@ -8,6 +8,7 @@
 #include <QDoubleSpinBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
@@ -181,4 +182,41 @@ TEST_F(PlanPageTest, Screenshot)
     ASSERT_TRUE(m_page->openModel(kChatGlm));
     QTest::qWait(200);
     ASSERT_TRUE(m_page->grab().toImage().save(path));
+}
+
+// Issue 27: with no model open the page offers the shipped catalog; choosing one plans it like a folder.
+TEST_F(PlanPageTest, OffersTheCatalogWhenEmptyAndPlansTheChosenModel)
+{
+    auto *row = m_page->findChild<QWidget *>(QStringLiteral("planCatalogRow"));
+    auto *combo = m_page->findChild<QComboBox *>(QStringLiteral("planCatalog"));
+    auto *button = m_page->findChild<QPushButton *>(QStringLiteral("planCatalogButton"));
+    ASSERT_TRUE(row && combo && button);
+    EXPECT_TRUE(row->isVisible());
+    EXPECT_EQ(combo->count(), 13);
+    EXPECT_EQ(m_page->plan(), nullptr);
+
+    const int llama = combo->findData(QStringLiteral("llama-3.1-8b"));
+    ASSERT_GE(llama, 0);
+    EXPECT_TRUE(combo->itemText(llama).contains(QStringLiteral("Llama 3.1 8B"))) << combo->itemText(llama).toStdString();
+    combo->setCurrentIndex(llama);
+    QTest::mouseClick(button, Qt::LeftButton);
+
+    ASSERT_NE(m_page->plan(), nullptr);
+    EXPECT_EQ(m_page->plan()->modelType, "llama");
+    EXPECT_EQ(m_page->modelPath(), QStringLiteral("meta-llama/Llama-3.1-8B")) << "the Python export loads the repo";
+    EXPECT_EQ(m_page->findChild<QLineEdit *>(QStringLiteral("planModelPath"))->text(), QStringLiteral("llama-3.1-8b"));
+    qint64 blocks = 0;
+    for (const auto &column : m_page->deviceColumns()->data().devices)
+        blocks += column.modules.size();
+    EXPECT_GE(blocks, 32 + 3) << "32 decoder layers plus embeddings, final norm and lm_head";
+    const QString verdict = m_page->findChild<QLabel *>(QStringLiteral("planVerdict"))->text();
+    EXPECT_TRUE(verdict.contains(QStringLiteral("LoRA training"))) << verdict.toStdString();
+    EXPECT_FALSE(row->isVisible()) << "the offer is for the empty page";
+    EXPECT_FALSE(m_page->findChild<QPushButton *>(QStringLiteral("trainWithPlan"))->isEnabled())
+        << "a catalog model has no weights to train";
+
+    // The model field takes a catalog name too, and a wrong one is refused by name.
+    EXPECT_FALSE(m_page->openModel(QStringLiteral("qwen2.5-8b")));
+    const QString refused = m_page->findChild<QLabel *>(QStringLiteral("planVerdict"))->text();
+    EXPECT_TRUE(refused.contains(QStringLiteral("no catalog model named \"qwen2.5-8b\""))) << refused.toStdString();
 }

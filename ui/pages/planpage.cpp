@@ -4,6 +4,7 @@
 #include "engine/core/error.h"
 #include "engine/core/atomicfile.h"
 #include "engine/core/format.h"
+#include "engine/plan/catalog.h"
 #include "engine/plan/devicemapjson.h"
 #include "engine/plan/planmodel.h"
 #include "ui/models/moduletreemodel.h"
@@ -150,6 +151,7 @@ PlanPage::PlanPage(QWidget *parent) : QWidget(parent)
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(createSettingsBar());
     layout->addWidget(m_verdictLabel);
+    layout->addWidget(createCatalogRow());
     layout->addWidget(splitter, 1);
 
     auto *buttons = new QHBoxLayout;
@@ -208,7 +210,7 @@ QWidget *PlanPage::createSettingsBar()
     auto *modelRow = new QHBoxLayout;
     m_modelEdit = new QLineEdit(bar);
     m_modelEdit->setObjectName(QStringLiteral("planModelPath"));
-    m_modelEdit->setPlaceholderText(tr("a model folder (config.json + safetensors) or a config.json"));
+    m_modelEdit->setPlaceholderText(tr("a model folder (config.json + safetensors), a config.json or a catalog name"));
     connect(m_modelEdit, &QLineEdit::returnPressed, this, [this] { openModel(m_modelEdit->text()); });
     auto *browse = new QPushButton(tr("Open…"), bar);
     browse->setShortcut(QKeySequence::Open);
@@ -288,6 +290,38 @@ QWidget *PlanPage::createSettingsBar()
     return bar;
 }
 
+// The catalog's few small files are read here, on the UI thread, like a config.json on Open: a
+// newcomer plans a well-known model without downloading it.
+QWidget *PlanPage::createCatalogRow()
+{
+    m_catalogRow = new QWidget(this);
+    m_catalogRow->setObjectName(QStringLiteral("planCatalogRow"));
+    auto *row = new QHBoxLayout(m_catalogRow);
+    row->setContentsMargins(0, 0, 0, 0);
+    m_catalogCombo = new QComboBox(m_catalogRow);
+    m_catalogCombo->setObjectName(QStringLiteral("planCatalog"));
+    try {
+        for (const engine::plan::CatalogEntry &e : engine::plan::listCatalog()) {
+            m_catalogCombo->addItem(tr("%1  (%2 parameters, %3)")
+                                        .arg(fromStd(e.displayName), fromStd(e.parametersPublished), fromStd(e.repoId)),
+                                    fromStd(e.name));
+        }
+    } catch (const std::exception &e) {
+        m_catalogRow->setToolTip(fromStd(e.what()));
+    }
+    auto *planButton = new QPushButton(tr("Plan It"), m_catalogRow);
+    planButton->setObjectName(QStringLiteral("planCatalogButton"));
+    connect(planButton, &QPushButton::clicked, this, [this] {
+        if (m_catalogCombo->currentIndex() >= 0)
+            openModel(m_catalogCombo->currentData().toString());
+    });
+    row->addWidget(new QLabel(tr("Or plan a well-known model:"), m_catalogRow));
+    row->addWidget(m_catalogCombo, 1);
+    row->addWidget(planButton);
+    m_catalogRow->setVisible(m_catalogCombo->count() > 0);
+    return m_catalogRow;
+}
+
 QWidget *PlanPage::createDetailTabs()
 {
     m_tabs = new QTabWidget(this);
@@ -326,14 +360,19 @@ engine::plan::PlanSettings PlanPage::settingsFromFields() const
 bool PlanPage::openModel(const QString &path)
 {
     try {
-        auto planner = std::make_unique<engine::plan::Planner>(engine::plan::planModelFromPath(path.toStdString()));
-        m_planner = std::move(planner);
+        engine::plan::ResolvedModel resolved = engine::plan::resolvePlanModel(path.toStdString());
+        m_planner = std::make_unique<engine::plan::Planner>(std::move(resolved.model));
+        m_modelPath = fromStd(resolved.loaderName);
+        m_fromCatalog = resolved.entry.has_value();
     } catch (const std::exception &e) {
         showError(fromStd(e.what()));
         return false;
     }
-    m_modelPath = path;
     m_modelEdit->setText(path);
+    m_catalogRow->hide();
+    m_trainButton->setToolTip(m_fromCatalog ? tr("A catalog model is only a config: download its weights and open "
+                                                 "the folder to train")
+                                            : QString());
     m_treeModel->setTree(m_planner->model().tree);
     replan();
     return m_plan.has_value();
@@ -418,6 +457,7 @@ void PlanPage::showPlan(const Plan &plan)
     m_tabs->setTabText(0, plan.lint.empty() ? tr("Pitfalls") : tr("Pitfalls (%1)").arg(plan.lint.size()));
     for (QPushButton *b : {m_importButton, m_exportButton, m_pythonButton, m_trainButton})
         b->setEnabled(true);
+    m_trainButton->setEnabled(!m_fromCatalog);
 }
 
 void PlanPage::showError(const QString &text)

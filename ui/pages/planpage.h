@@ -41,8 +41,8 @@ public:
     explicit PlanPage(QWidget *parent = nullptr);
     ~PlanPage() override;
 
-    /// Opens a model folder or config.json and plans it with the current settings. Returns false (and
-    /// shows why) when it cannot be read.
+    /// Opens a model folder or config.json, or a catalog model by name ("llama-3.1-8b", as `plan --model`),
+    /// and plans it with the current settings. Returns false (and shows why) when it cannot be read.
     bool openModel(const QString &path);
     /// Re-plans from scratch with the settings the fields show (drops the undo history).
     void replan();
@@ -51,6 +51,7 @@ public:
 
     /// The plan shown, if a model is open.
     const engine::plan::Plan *plan() const { return m_plan ? &*m_plan : nullptr; }
+    /// The folder or config.json opened, or a catalog model's Hugging Face repo id.
     QString modelPath() const { return m_modelPath; }
     QUndoStack *undoStack() const { return m_undo; }
     DeviceColumnsWidget *deviceColumns() const { return m_columns; }
@@ -73,6 +74,7 @@ private:
     friend class PlanMoveCommand;
     QWidget *createSettingsBar();
     QWidget *createDetailTabs();
+    QWidget *createCatalogRow();
     engine::plan::PlanSettings settingsFromFields() const;
     void browseModel();
     void addGpuPreset();
@@ -84,12 +86,15 @@ private:
     void showError(const QString &text);
 
     QString m_modelPath;
+    bool m_fromCatalog = false; ///< a catalog model has no weights here: nothing to train with
     std::unique_ptr<engine::plan::Planner> m_planner;
     std::optional<engine::plan::Plan> m_plan;
 
     QLineEdit *m_modelEdit = nullptr;
     QLineEdit *m_memoryEdit = nullptr;
     QComboBox *m_presetCombo = nullptr;
+    QWidget *m_catalogRow = nullptr; ///< "Or plan a well-known model", shown while no model is open
+    QComboBox *m_catalogCombo = nullptr;
     QDoubleSpinBox *m_overheadSpin = nullptr; ///< GiB of runtime overhead per GPU in training plans
     QComboBox *m_strategyCombo = nullptr;
     QComboBox *m_trainCombo = nullptr;
