@@ -302,3 +302,17 @@ TEST(PlanAdvisor, APlanThatFitsGetsTheLargestBatchThatFits)
     EXPECT_THROW(withChanges(s, {{"learning-rate", 1}}), engine::Error);
     EXPECT_THROW(withChanges(s, {{"batch-size", "two"}}), engine::Error);
 }
+
+// Reported: an imported map with trainable layers on disk was labelled "FITS". The lint's error fails it.
+TEST(PlanConsistency, AnImportedMapWithTrainableLayersOnDiskDoesNotFit)
+{
+    const Planner planner(planModelFromPath(kConfigs / "qwen2-0.5b.json"));
+    PlanSettings s;
+    s.train = TrainMode::Lora;
+    const nlohmann::ordered_json map = {{"device_map", {{"model.embed_tokens", 0}, {"model.layers", "disk"},
+                                                        {"model.norm", 0}, {"model.rotary_emb", 0}, {"lm_head", 0}}}};
+    const Plan plan = planner.revalidate(importDeviceMap(map, "map.json", parseMaxMemory("0=8GiB,cpu=8GiB"), s));
+    EXPECT_TRUE(plan.memoryFits);
+    EXPECT_FALSE(plan.fits);
+    EXPECT_EQ(planJson(plan)["verdict"], "invalid");
+}
