@@ -1,5 +1,6 @@
 #include "engine/tokenize/jinja/jinjabuiltins.h"
 
+#include "engine/tokenize/jinja/jinjalimits.h"
 #include "engine/tokenize/pystring.h"
 
 #include <algorithm>
@@ -147,6 +148,26 @@ bool startsOrEnds(const std::string &text, const Value &affix, bool start, std::
     return check(affix);
 }
 
+/// str.replace, refusing a result past kMaxTextBytes before building it ("a".replace("", x) puts x
+/// between every character).
+Value boundedReplace(const std::string &s, const std::string &from, const std::string &to, int64_t count)
+{
+    if (to.size() > from.size()) {
+        size_t found = 0;
+        if (from.empty())
+            found = pystring::length(s) + 1;
+        else
+            for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + from.size()))
+                ++found;
+        if (count >= 0)
+            found = std::min(found, static_cast<size_t>(count));
+        if (s.size() + found * (to.size() - from.size()) > kMaxTextBytes)
+            throw RuntimeFailure("a string grows past " + std::to_string(kMaxTextBytes >> 20) + " MiB");
+    }
+    chargeText(s.size());
+    return Value(pystring::replace(s, from, to, count));
+}
+
 Value stringList(const std::vector<std::string> &parts)
 {
     std::vector<Value> items;
@@ -205,7 +226,7 @@ std::optional<Value> stringMethod(const std::string &self, const std::string &na
          }},
         {"replace", [](const std::string &s, CallArgs &a) {
              Params p("replace", a, {"old", "new", "count"});
-             return Value(pystring::replace(s, p.string(0), p.string(1), p.integer(2, -1)));
+             return boundedReplace(s, p.string(0), p.string(1), p.integer(2, -1));
          }},
         {"join", [](const std::string &s, CallArgs &a) {
              Params p("join", a, {"iterable"});
@@ -214,7 +235,8 @@ std::optional<Value> stringMethod(const std::string &self, const std::string &na
              for (const Value &item : iterate(p.required(0))) {
                  if (!item.isString())
                      throw RuntimeFailure("sequence item: expected str instance, " + typeName(item) + " found");
-                 out += (first ? "" : s) + item.string();
+                 appendBounded(out, first ? "" : s);
+                 appendBounded(out, item.string());
                  first = false;
              }
              return Value(std::move(out));
@@ -259,7 +281,11 @@ JsonOptions jsonOptions(CallArgs &args)
     Params p("tojson", args, {"ensure_ascii", "indent", "separators", "sort_keys"});
     JsonOptions options;
     options.ensureAscii = p.flag(0, false);
-    options.indent = static_cast<int>(p.integer(1, -1));
+    const int64_t indent = p.integer(1, -1);
+    // json.dumps takes any indent; past a few columns it is a way to make gigabytes of spaces.
+    if (indent > 64)
+        throw RuntimeFailure("tojson() indent over 64 is not supported");
+    options.indent = static_cast<int>(std::max<int64_t>(indent, -1));
     if (p.given(2) && !p.get(2)->isNone()) {
         const Value &separators = *p.get(2);
         if (!separators.isList() || separators.list().items.size() != 2 || !separators.list().items[0].isString() ||
@@ -445,14 +471,15 @@ const std::map<std::string, FilterFn, std::less<>> &filters()
              bool first = true;
              for (const Value &item : iterate(v)) {
                  const Value shown = p.given(1) && !p.get(1)->isNone() ? getItem(item, *p.get(1)) : item;
-                 out += (first ? "" : separator) + text(shown);
+                 appendBounded(out, first ? "" : separator);
+                 appendBounded(out, text(shown));
                  first = false;
              }
              return Value(std::move(out));
          }},
         {"replace", [](const Value &v, CallArgs &a) {
              Params p("replace", a, {"old", "new", "count"});
-             return Value(pystring::replace(text(v), text(p.required(0)), text(p.required(1)), p.integer(2, -1)));
+             return boundedReplace(text(v), text(p.required(0)), text(p.required(1)), p.integer(2, -1));
          }},
         {"list", [](const Value &v, CallArgs &a) {
              Params p("list", a, {});
@@ -720,15 +747,16 @@ Value slice(const Value &object, const Value &start, const Value &stop, const Va
     return makeList(std::move(items), object.list().tuple);
 }
 
-std::vector<std::pair<std::string, Value>> globalFunctions()
+std::vector<std::pair<std::string, Value>> globalFunctions(std::vector<std::shared_ptr<NamespaceObject>> &namespaces)
 {
     std::vector<std::pair<std::string, Value>> globals;
     globals.emplace_back("raise_exception", makeFunction("raise_exception", [](CallArgs &args) -> Value {
                              Params p("raise_exception", args, {"message"});
                              throw RuntimeFailure(text(p.required(0)), true);
                          }));
-    globals.emplace_back("namespace", makeFunction("namespace", [](CallArgs &args) {
+    globals.emplace_back("namespace", makeFunction("namespace", [&namespaces](CallArgs &args) {
                              auto ns = std::make_shared<NamespaceObject>();
+                             namespaces.push_back(ns);
                              for (const Value &initial : args.positional) {
                                  if (!initial.isDict())
                                      throw RuntimeFailure("namespace() takes dicts and keyword arguments, not " +

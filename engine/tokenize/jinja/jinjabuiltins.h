@@ -5,6 +5,7 @@
 
 #include "engine/tokenize/jinja/jinjavalue.h"
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,7 +33,9 @@ Value getItem(const Value &object, const Value &key);
 /// `object[start:stop:step]` on lists, tuples and strings; absent parts are None.
 Value slice(const Value &object, const Value &start, const Value &stop, const Value &step);
 
-/// The global functions: raise_exception, namespace, range, strftime_now.
-std::vector<std::pair<std::string, Value>> globalFunctions();
+/// The global functions: raise_exception, namespace, range, strftime_now. namespace() adds each
+/// object it makes to `namespaces`, so that the renderer can break the cycles a template may make
+/// (`{% set ns.self = ns %}`) when it is done; shared_ptr alone would leak them.
+std::vector<std::pair<std::string, Value>> globalFunctions(std::vector<std::shared_ptr<NamespaceObject>> &namespaces);
 
 } // namespace engine::tokenize::jinja

@@ -1,6 +1,7 @@
 #include "engine/tokenize/jinja/jinjainterpreter.h"
 
 #include "engine/tokenize/jinja/jinjabuiltins.h"
+#include "engine/tokenize/jinja/jinjalimits.h"
 
 #include <unordered_map>
 
@@ -12,18 +13,34 @@ enum class Flow { Normal, Break, Continue };
 class Interpreter {
 public:
     explicit Interpreter(const SourceLocator &locator) : m_locator(locator) {}
+    ~Interpreter()
+    {
+        // A namespace may hold itself, directly or through lists and bound methods; emptying each
+        // breaks every such cycle (only namespaces are mutable, so every cycle passes through one).
+        for (const auto &ns : m_namespaces)
+            ns->attributes.items.clear();
+    }
+    Interpreter(const Interpreter &) = delete;
+    Interpreter &operator=(const Interpreter &) = delete;
 
     std::string run(const Body &body, const std::vector<std::pair<std::string, Value>> &variables)
     {
         m_scopes.emplace_back();
-        for (auto &[name, value] : globalFunctions())
+        for (auto &[name, value] : globalFunctions(m_namespaces))
             m_scopes.back()[name] = std::move(value);
         m_scopes.emplace_back();
         for (const auto &[name, value] : variables)
             m_scopes.back()[name] = value;
         m_scopes.emplace_back(); // the template's own `set`s
         std::string out;
-        execBody(body, out);
+        const TextWorkScope textWork;
+        try {
+            execBody(body, out);
+        } catch (const RuntimeFailure &failure) {
+            // Every evaluation step reports at its own line through located(); this is the net for
+            // one that does not, so that no failure leaves the renderer as anything but engine::Error.
+            throw invalidInput(std::string("chat template: ") + failure.what());
+        }
         return out;
     }
 
@@ -83,10 +100,10 @@ private:
     Flow exec(const Stmt &stmt, std::string &out)
     {
         switch (stmt.kind) {
-        case StmtKind::Text: out += stmt.text; return Flow::Normal;
+        case StmtKind::Text: append(out, stmt.text, stmt.offset); return Flow::Normal;
         case StmtKind::Output: {
             const Value value = eval(*stmt.expr);
-            out += toText(value);
+            append(out, located(stmt.offset, [&] { return toText(value); }), stmt.offset);
             return Flow::Normal;
         }
         case StmtKind::If:
@@ -123,6 +140,35 @@ private:
         return Flow::Normal;
     }
 
+    /// Adds rendered text, refusing output past kMaxTextBytes (a loop that doubles a string, or
+    /// prints a long one a million times, would otherwise take all memory).
+    void append(std::string &out, const std::string &text, size_t offset)
+    {
+        if (out.size() + text.size() > kMaxTextBytes)
+            throw m_locator.error(offset, "the rendered text grows past " + std::to_string(kMaxTextBytes >> 20) + " MiB");
+        located(offset, [&] {
+            chargeText(text.size());
+            return 0;
+        });
+        out += text;
+    }
+
+    static Value concatenate(const Value &left, const Value &right)
+    {
+        std::string text = toText(left);
+        const std::string rightText = toText(right);
+        appendBounded(text, rightText);
+        return Value(std::move(text));
+    }
+
+    /// Counts one for-loop iteration (or one `if` filter test) against kMaxLoopIterations.
+    void countIteration(size_t offset)
+    {
+        if (++m_iterations > kMaxLoopIterations)
+            throw m_locator.error(offset, "for loops run more than " + std::to_string(kMaxLoopIterations) +
+                                              " iterations in one rendering");
+    }
+
     Flow execFor(const Stmt &stmt, std::string &out)
     {
         const Value iterable = eval(*stmt.expr);
@@ -130,6 +176,7 @@ private:
         if (stmt.filter) {
             std::vector<Value> kept;
             for (const Value &item : items) {
+                countIteration(stmt.offset);
                 m_scopes.emplace_back();
                 located(stmt.offset, [&] {
                     assign(stmt.targets, item);
@@ -146,6 +193,7 @@ private:
             return execBody(stmt.elseBody, out);
         const auto length = static_cast<int64_t>(items.size());
         for (int64_t i = 0; i < length; ++i) {
+            countIteration(stmt.offset);
             m_scopes.emplace_back();
             const auto index = static_cast<size_t>(i);
             located(stmt.offset, [&] {
@@ -248,7 +296,7 @@ private:
             const Value left = eval(*expr.operands[0]);
             const Value right = eval(*expr.operands[1]);
             if (expr.name == "~")
-                return Value(toText(left) + toText(right));
+                return located(expr.offset, [&] { return concatenate(left, right); });
             return located(expr.offset, [&] { return arithmetic(expr.name, left, right); });
         }
         case ExprKind::Compare: return evalCompare(expr);
@@ -269,7 +317,7 @@ private:
             std::vector<Value> items;
             for (const ExprPtr &item : expr.operands)
                 items.push_back(eval(*item));
-            return makeList(std::move(items), expr.kind == ExprKind::Tuple);
+            return located(expr.offset, [&] { return makeList(std::move(items), expr.kind == ExprKind::Tuple); });
         }
         case ExprKind::Dict: {
             Value dict = makeDict();
@@ -277,7 +325,11 @@ private:
                 const Value key = eval(*expr.operands[i]);
                 if (!key.isString())
                     throw m_locator.error(expr.operands[i]->offset, "dict keys must be strings here, not " + typeName(key));
-                dict.dict().set(key.string(), eval(*expr.operands[i + 1]));
+                Value item = eval(*expr.operands[i + 1]);
+                located(expr.offset, [&] {
+                    dict.dict().set(key.string(), std::move(item));
+                    return 0;
+                });
             }
             return dict;
         }
@@ -311,6 +363,8 @@ private:
 
     const SourceLocator &m_locator;
     std::vector<Scope> m_scopes;
+    int64_t m_iterations = 0; ///< for-loop iterations so far in this rendering
+    std::vector<std::shared_ptr<NamespaceObject>> m_namespaces; ///< made by namespace(), emptied at the end
 };
 
 } // namespace

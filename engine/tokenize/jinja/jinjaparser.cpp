@@ -1,6 +1,7 @@
 #include "engine/tokenize/jinja/jinjaparser.h"
 
 #include "engine/tokenize/jinja/jinjabuiltins.h"
+#include "engine/tokenize/jinja/jinjalimits.h"
 
 #include <algorithm>
 #include <array>
@@ -139,6 +140,7 @@ private:
         const Token &token = current();
         if (token.type != TokenType::Name)
             fail(token, "expected a statement name after '{%', found " + describe(token));
+        const Nesting nesting(*this, m_blockDepth, token, "blocks");
         const std::string &tag = token.text;
         auto stmt = std::make_unique<Stmt>();
         stmt->offset = offset;
@@ -271,6 +273,41 @@ private:
         expectBlockEnd("endset");
     }
 
+    /// Counts one level of parser recursion while it lives; the limit keeps `((((...` from running the
+    /// stack out before any node is made (attach() bounds the finished tree's height).
+    class Nesting {
+    public:
+        Nesting(Parser &parser, int &depth, const Token &at, const char *what) : m_depth(depth)
+        {
+            if (depth >= kMaxNesting)
+                parser.fail(at, std::string(what) + " nest deeper than " + std::to_string(kMaxNesting) + " levels");
+            ++m_depth;
+        }
+        ~Nesting() { --m_depth; }
+        Nesting(const Nesting &) = delete;
+        Nesting &operator=(const Nesting &) = delete;
+
+    private:
+        int &m_depth;
+    };
+
+    /// Makes `child` an operand of `parent` (null: an absent part). A left-leaning chain such as
+    /// a+b+c+... or x|f|f|... grows the tree without recursing in the parser, so the height is
+    /// checked here: the evaluator and the destructor recurse once per level of it.
+    void attach(Expr &parent, ExprPtr child)
+    {
+        if (child)
+            noteChildDepth(parent, *child);
+        parent.operands.push_back(std::move(child));
+    }
+
+    void noteChildDepth(Expr &parent, const Expr &child)
+    {
+        if (child.depth >= kMaxNesting)
+            throw m_locator.error(parent.offset, "expressions nest deeper than " + std::to_string(kMaxNesting) + " levels");
+        parent.depth = std::max(parent.depth, child.depth + 1);
+    }
+
     ExprPtr node(ExprKind kind, size_t offset)
     {
         auto expr = std::make_unique<Expr>();
@@ -287,18 +324,19 @@ private:
         if (!isOp(current(), ","))
             return first;
         ExprPtr tuple = node(ExprKind::Tuple, offset);
-        tuple->operands.push_back(std::move(first));
+        attach(*tuple, std::move(first));
         while (isOp(current(), ",")) {
             advance();
             if (current().type == TokenType::VariableEnd || current().type == TokenType::BlockEnd || isName(current(), "if"))
                 break;
-            tuple->operands.push_back(withConditional ? parseExpression() : parseOr());
+            attach(*tuple, withConditional ? parseExpression() : parseOr());
         }
         return tuple;
     }
 
     ExprPtr parseExpression()
     {
+        const Nesting nesting(*this, m_exprDepth, current(), "expressions");
         ExprPtr expr = parseOr();
         while (isName(current(), "if")) {
             const size_t offset = advance().offset;
@@ -309,9 +347,9 @@ private:
                 otherwise = parseExpression();
             }
             ExprPtr conditional = node(ExprKind::Conditional, offset);
-            conditional->operands.push_back(std::move(expr));
-            conditional->operands.push_back(std::move(condition));
-            conditional->operands.push_back(std::move(otherwise));
+            attach(*conditional, std::move(expr));
+            attach(*conditional, std::move(condition));
+            attach(*conditional, std::move(otherwise));
             expr = std::move(conditional);
         }
         return expr;
@@ -321,8 +359,8 @@ private:
     {
         ExprPtr expr = node(kind, offset);
         expr->name = std::move(op);
-        expr->operands.push_back(std::move(left));
-        expr->operands.push_back(std::move(right));
+        attach(*expr, std::move(left));
+        attach(*expr, std::move(right));
         return expr;
     }
 
@@ -349,8 +387,9 @@ private:
     ExprPtr parseNot()
     {
         if (isName(current(), "not")) {
+            const Nesting nesting(*this, m_exprDepth, current(), "expressions");
             ExprPtr expr = node(ExprKind::Not, advance().offset);
-            expr->operands.push_back(parseNot());
+            attach(*expr, parseNot());
             return expr;
         }
         return parseCompare();
@@ -381,10 +420,10 @@ private:
             }
             if (!compare) {
                 compare = node(ExprKind::Compare, offset);
-                compare->operands.push_back(std::move(first));
+                attach(*compare, std::move(first));
             }
             compare->ops.push_back(op);
-            compare->operands.push_back(parseMath1());
+            attach(*compare, parseMath1());
         }
         return compare ? std::move(compare) : std::move(first);
     }
@@ -433,9 +472,10 @@ private:
     {
         ExprPtr expr;
         if (isOp(current(), "-") || isOp(current(), "+")) {
+            const Nesting nesting(*this, m_exprDepth, current(), "expressions");
             const Token &op = advance();
             expr = node(op.text == "-" ? ExprKind::Negate : ExprKind::Plus, op.offset);
-            expr->operands.push_back(parseUnary(false));
+            attach(*expr, parseUnary(false));
         } else {
             expr = parsePrimary();
         }
@@ -487,12 +527,12 @@ private:
                 ExprPtr first = parseExpression();
                 if (isOp(current(), ",")) {
                     ExprPtr tuple = node(ExprKind::Tuple, token.offset);
-                    tuple->operands.push_back(std::move(first));
+                    attach(*tuple, std::move(first));
                     while (isOp(current(), ",")) {
                         advance();
                         if (isOp(current(), ")"))
                             break;
-                        tuple->operands.push_back(parseExpression());
+                        attach(*tuple, parseExpression());
                     }
                     first = std::move(tuple);
                 }
@@ -507,7 +547,7 @@ private:
                         expectOp(",");
                     if (isOp(current(), "]"))
                         break;
-                    list->operands.push_back(parseExpression());
+                    attach(*list, parseExpression());
                 }
                 advance();
                 return list;
@@ -520,9 +560,9 @@ private:
                         expectOp(",");
                     if (isOp(current(), "}"))
                         break;
-                    dict->operands.push_back(parseExpression());
+                    attach(*dict, parseExpression());
                     expectOp(":");
-                    dict->operands.push_back(parseExpression());
+                    attach(*dict, parseExpression());
                 }
                 advance();
                 return dict;
@@ -554,14 +594,14 @@ private:
                 advance();
                 ExprPtr expr = node(ExprKind::GetAttr, name.offset);
                 expr->name = name.text;
-                expr->operands.push_back(std::move(object));
+                attach(*expr, std::move(object));
                 return expr;
             }
             if (name.type == TokenType::Integer) {
                 advance();
                 ExprPtr expr = node(ExprKind::GetItem, name.offset);
-                expr->operands.push_back(std::move(object));
-                expr->operands.push_back(literal(Value(name.integer), name.offset));
+                attach(*expr, std::move(object));
+                attach(*expr, literal(Value(name.integer), name.offset));
                 return expr;
             }
             fail(name, "expected an attribute name after '.', found " + describe(name));
@@ -590,14 +630,14 @@ private:
             if (!parts[0])
                 fail(open, "empty subscript '[]'");
             ExprPtr expr = node(ExprKind::GetItem, open.offset);
-            expr->operands.push_back(std::move(object));
-            expr->operands.push_back(std::move(parts[0]));
+            attach(*expr, std::move(object));
+            attach(*expr, std::move(parts[0]));
             return expr;
         }
         ExprPtr expr = node(ExprKind::Slice, open.offset);
-        expr->operands.push_back(std::move(object));
+        attach(*expr, std::move(object));
         for (ExprPtr &p : parts)
-            expr->operands.push_back(std::move(p));
+            attach(*expr, std::move(p));
         return expr;
     }
 
@@ -617,11 +657,13 @@ private:
             if (current().type == TokenType::Name && isOp(peek(), "=")) {
                 std::string key = advance().text;
                 advance();
-                expr.keywords.emplace_back(std::move(key), parseExpression());
+                ExprPtr value = parseExpression();
+                noteChildDepth(expr, *value);
+                expr.keywords.emplace_back(std::move(key), std::move(value));
             } else {
                 if (!expr.keywords.empty())
                     fail(current(), "a positional argument follows a keyword argument");
-                expr.operands.push_back(parseExpression());
+                attach(expr, parseExpression());
             }
         }
         advance();
@@ -631,7 +673,7 @@ private:
     {
         ExprPtr expr = node(kind, current().offset);
         expr->name = std::move(name);
-        expr->operands.push_back(std::move(callee));
+        attach(*expr, std::move(callee));
         parseCallArgs(*expr);
         return expr;
     }
@@ -648,7 +690,7 @@ private:
                                                      : "no filter named '" + filter + "'");
                 ExprPtr applied = node(ExprKind::Filter, name.offset);
                 applied->name = filter;
-                applied->operands.push_back(std::move(expr));
+                attach(*applied, std::move(expr));
                 if (isOp(current(), "("))
                     parseCallArgs(*applied);
                 expr = std::move(applied);
@@ -668,7 +710,7 @@ private:
                     fail(name, isJinjaTest(name.text) ? "test '" + name.text + "' is not supported by this chat-template engine"
                                                       : "no test named '" + name.text + "'");
                 test->name = name.text;
-                test->operands.push_back(std::move(expr));
+                attach(*test, std::move(expr));
                 const Token &next = current();
                 if (isOp(next, "(")) {
                     parseCallArgs(*test);
@@ -679,7 +721,7 @@ private:
                     // Jinja's one-argument form without parentheses: `x is divisibleby 3`.
                     if (isName(next, "is"))
                         fail(next, "tests cannot be chained with 'is'");
-                    test->operands.push_back(parsePostfix(parsePrimary()));
+                    attach(*test, parsePostfix(parsePrimary()));
                 }
                 expr = std::move(test);
             } else if (isOp(current(), "(")) {
@@ -694,6 +736,8 @@ private:
     const SourceLocator &m_locator;
     size_t m_pos = 0;
     int m_loopDepth = 0;
+    int m_exprDepth = 0;  ///< parser recursion inside expressions (Nesting)
+    int m_blockDepth = 0; ///< statements open around the current one (Nesting)
 };
 
 } // namespace

@@ -40,6 +40,7 @@ using ExprPtr = std::unique_ptr<Expr>;
 struct Expr {
     ExprKind kind = ExprKind::Literal;
     size_t offset = 0;
+    int depth = 1; ///< height of this subtree (a leaf is 1); the parser keeps it under kMaxNesting
     Value literal;
     std::string name;
     bool negated = false;

@@ -1,5 +1,6 @@
 #include "engine/tokenize/jinja/jinjavalue.h"
 
+#include "engine/tokenize/jinja/jinjalimits.h"
 #include "engine/tokenize/pystring.h"
 #include "engine/tokenize/utf8.h"
 
@@ -10,6 +11,38 @@
 
 namespace engine::tokenize::jinja {
 namespace {
+
+[[noreturn]] void failNesting()
+{
+    throw RuntimeFailure("values nest deeper than " + std::to_string(kMaxValueNesting) + " levels");
+}
+
+int containerDepth(const Value &inner)
+{
+    const int depth = nesting(inner) + 1;
+    if (depth > kMaxValueNesting)
+        failNesting();
+    return depth;
+}
+
+/// repr() of a namespace that holds itself would recurse forever (Python prints `...`); this
+/// counts the levels repr() is inside, per thread, since a template may render on any thread.
+class ReprNesting {
+public:
+    ReprNesting()
+    {
+        if (s_depth >= kMaxValueNesting)
+            failNesting();
+        ++s_depth;
+    }
+    ~ReprNesting() { --s_depth; }
+    ReprNesting(const ReprNesting &) = delete;
+    ReprNesting &operator=(const ReprNesting &) = delete;
+
+private:
+    static thread_local int s_depth;
+};
+thread_local int ReprNesting::s_depth = 0;
 
 void appendJsonString(std::string &out, const std::string &text, bool ensureAscii)
 {
@@ -46,6 +79,8 @@ void appendJsonString(std::string &out, const std::string &text, bool ensureAsci
 
 void appendJson(std::string &out, const Value &value, const JsonOptions &options, int depth)
 {
+    if (depth >= kMaxValueNesting)
+        failNesting();
     const bool pretty = options.indent >= 0;
     const std::string itemSeparator =
         options.customSeparators ? options.itemSeparator : (pretty ? std::string(",") : std::string(", "));
@@ -53,7 +88,7 @@ void appendJson(std::string &out, const Value &value, const JsonOptions &options
     auto newline = [&](int level) {
         if (pretty) {
             out += '\n';
-            out.append(static_cast<size_t>(options.indent * level), ' ');
+            appendBounded(out, std::string(static_cast<size_t>(options.indent) * static_cast<size_t>(level), ' '));
         }
     };
     if (value.isNone()) {
@@ -79,6 +114,7 @@ void appendJson(std::string &out, const Value &value, const JsonOptions &options
                 out += itemSeparator;
             newline(depth + 1);
             appendJson(out, items[i], options, depth + 1);
+            appendBounded(out, {});
         }
         newline(depth);
         out += ']';
@@ -100,6 +136,7 @@ void appendJson(std::string &out, const Value &value, const JsonOptions &options
             appendJsonString(out, items[i]->first, options.ensureAscii);
             out += keySeparator;
             appendJson(out, items[i]->second, options, depth + 1);
+            appendBounded(out, {});
         }
         newline(depth);
         out += '}';
@@ -148,6 +185,7 @@ const Value *DictObject::find(const std::string &key) const
 
 void DictObject::set(const std::string &key, Value value)
 {
+    depth = std::max(depth, containerDepth(value));
     for (auto &item : items)
         if (item.first == key) {
             item.second = std::move(value);
@@ -156,9 +194,69 @@ void DictObject::set(const std::string &key, Value value)
     items.emplace_back(key, std::move(value));
 }
 
+namespace {
+thread_local size_t t_textWork = 0;
+thread_local bool t_textWorkActive = false;
+
+/// Bytes of the strings directly in `items` (nested lists are shared, not copied).
+size_t stringBytes(const std::vector<Value> &items)
+{
+    size_t bytes = 0;
+    for (const Value &item : items)
+        if (item.isString())
+            bytes += item.string().size();
+    return bytes;
+}
+} // namespace
+
+TextWorkScope::TextWorkScope() : m_outer(t_textWork), m_outerActive(t_textWorkActive)
+{
+    t_textWork = 0;
+    t_textWorkActive = true;
+}
+
+TextWorkScope::~TextWorkScope()
+{
+    t_textWork = m_outer;
+    t_textWorkActive = m_outerActive;
+}
+
+void chargeText(size_t bytes)
+{
+    if (!t_textWorkActive)
+        return;
+    t_textWork += bytes;
+    if (t_textWork > kMaxTextWork)
+        throw RuntimeFailure("the template builds more than " + std::to_string(kMaxTextWork >> 20) +
+                             " MiB of text in one rendering");
+}
+
+void appendBounded(std::string &out, std::string_view more)
+{
+    chargeText(more.size());
+    if (out.size() + more.size() > kMaxTextBytes)
+        throw RuntimeFailure("a string grows past " + std::to_string(kMaxTextBytes >> 20) + " MiB");
+    out += more;
+}
+
+int nesting(const Value &value)
+{
+    if (value.isList())
+        return value.list().depth;
+    if (value.isDict())
+        return value.dict().depth;
+    if (value.isNamespace())
+        return value.ns().attributes.depth;
+    return 0;
+}
+
 Value makeList(std::vector<Value> items, bool tuple)
 {
+    if (items.size() > kMaxListItems)
+        throw RuntimeFailure("a list grows past " + std::to_string(kMaxListItems) + " items");
     auto list = std::make_shared<ListObject>();
+    for (const Value &item : items)
+        list->depth = std::max(list->depth, containerDepth(item));
     list->items = std::move(items);
     list->tuple = tuple;
     return Value(std::move(list));
@@ -167,6 +265,8 @@ Value makeList(std::vector<Value> items, bool tuple)
 Value makeDict(std::vector<std::pair<std::string, Value>> items)
 {
     auto dict = std::make_shared<DictObject>();
+    for (const auto &item : items)
+        dict->depth = std::max(dict->depth, containerDepth(item.second));
     dict->items = std::move(items);
     return Value(std::move(dict));
 }
@@ -221,6 +321,7 @@ std::string toText(const Value &value)
 
 std::string repr(const Value &value)
 {
+    const ReprNesting nestingGuard;
     switch (value.data.index()) {
     case 0: return "Undefined";
     case 1: return "None";
@@ -336,8 +437,12 @@ bool mul(int64_t a, int64_t b, int64_t *r) { return __builtin_mul_overflow(a, b,
 Value repeat(const Value &sequence, int64_t times)
 {
     const size_t size = sequence.isString() ? sequence.string().size() : sequence.list().items.size();
-    if (times > 0 && size > 0 && static_cast<uint64_t>(times) > (uint64_t{1} << 26) / size)
-        throw RuntimeFailure("repetition result is too large (over 64 M elements)");
+    if (sequence.isString() && times > 0 && size > 0 && static_cast<uint64_t>(times) > kMaxTextBytes / size)
+        throw RuntimeFailure("a string grows past " + std::to_string(kMaxTextBytes >> 20) + " MiB");
+    if (sequence.isList() && times > 0 && size > 0 && static_cast<uint64_t>(times) > kMaxListItems / size)
+        throw RuntimeFailure("a list grows past " + std::to_string(kMaxListItems) + " items");
+    if (times > 0)
+        chargeText((sequence.isString() ? size : stringBytes(sequence.list().items)) * static_cast<size_t>(times));
     if (sequence.isString()) {
         std::string out;
         for (int64_t i = 0; i < times; ++i)
@@ -365,9 +470,16 @@ Value arithmetic(std::string_view op, const Value &a, const Value &b)
             return Value(checked(add, a.integer(), b.integer()));
         if (numbers)
             return Value(a.number() + b.number());
-        if (a.isString() && b.isString())
+        if (a.isString() && b.isString()) {
+            if (a.string().size() + b.string().size() > kMaxTextBytes)
+                throw RuntimeFailure("a string grows past " + std::to_string(kMaxTextBytes >> 20) + " MiB");
+            chargeText(a.string().size() + b.string().size());
             return Value(a.string() + b.string());
+        }
         if (a.isList() && b.isList() && a.list().tuple == b.list().tuple) {
+            if (a.list().items.size() + b.list().items.size() > kMaxListItems)
+                throw RuntimeFailure("a list grows past " + std::to_string(kMaxListItems) + " items");
+            chargeText(stringBytes(a.list().items) + stringBytes(b.list().items));
             std::vector<Value> items = a.list().items;
             items.insert(items.end(), b.list().items.begin(), b.list().items.end());
             return makeList(std::move(items), a.list().tuple);

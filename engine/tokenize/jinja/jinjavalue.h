@@ -87,11 +87,13 @@ struct Value {
 struct ListObject {
     std::vector<Value> items;
     bool tuple = false;
+    int depth = 1; ///< nesting of lists, dicts and namespaces inside, this one included (kMaxValueNesting)
 };
 
 /// A dict with string keys in insertion order (Python 3.7+ dicts keep it; tojson shows it).
 struct DictObject {
     std::vector<std::pair<std::string, Value>> items;
+    int depth = 1; ///< as ListObject::depth; set() keeps it, and refuses a value nested too deep
 
     const Value *find(const std::string &key) const;
     void set(const std::string &key, Value value);
@@ -114,9 +116,32 @@ struct FunctionObject {
     std::function<Value(CallArgs &)> call;
 };
 
+/// Containers nested in `value` (0 for a number or string, 1 for a flat list).
+int nesting(const Value &value);
+/// Throw RuntimeFailure naming the limit when the list would hold more than kMaxListItems or
+/// nest deeper than kMaxValueNesting.
 Value makeList(std::vector<Value> items, bool tuple = false);
 Value makeDict(std::vector<std::pair<std::string, Value>> items = {});
 Value makeFunction(std::string name, std::function<Value(CallArgs &)> call);
+
+/// While one lives, the text this thread builds is counted against kMaxTextWork (the renderer holds
+/// one per rendering; outside of one nothing is counted).
+class TextWorkScope {
+public:
+    TextWorkScope();
+    ~TextWorkScope();
+    TextWorkScope(const TextWorkScope &) = delete;
+    TextWorkScope &operator=(const TextWorkScope &) = delete;
+
+private:
+    size_t m_outer;
+    bool m_outerActive;
+};
+/// Counts `bytes` of text made; RuntimeFailure naming kMaxTextWork past it.
+void chargeText(size_t bytes);
+
+/// out += more, or RuntimeFailure naming kMaxTextBytes when the string would grow past it.
+void appendBounded(std::string &out, std::string_view more);
 
 /// Python's type name: "str", "int", "list", "NoneType", ...
 std::string typeName(const Value &value);
