@@ -9,6 +9,7 @@
 #include "engine/core/error.h"
 #include "engine/core/textutil.h"
 #include "engine/core/format.h"
+#include "engine/core/jsonnesting.h"
 #include "engine/plan/advisor.h"
 #include "engine/plan/catalog.h"
 #include "engine/plan/devicemapjson.h"
@@ -257,8 +258,10 @@ public:
             Plan plan;
             if (!m_import.empty()) {
                 nlohmann::ordered_json document;
+                const std::string importText = engine::readFile(m_import);
+                engine::checkJsonNesting(importText, m_import);
                 try {
-                    document = nlohmann::ordered_json::parse(engine::readFile(m_import));
+                    document = nlohmann::ordered_json::parse(importText);
                 } catch (const nlohmann::json::exception &e) {
                     throw engine::invalidInput(m_import + ": not valid JSON (" + e.what() + ")");
                 }

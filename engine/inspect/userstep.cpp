@@ -1,12 +1,13 @@
 // Steps from the user's files: a TorchScript module with saved inputs, a model folder with a text file.
 
 #include "engine/core/error.h"
+#include "engine/core/atomicfile.h"
+#include "engine/core/jsonnesting.h"
 #include "engine/inspect/inspector.h"
 #include "engine/inspect/stepinspector.h"
 #include "engine/io/pytorchbin.h"
-#include "engine/io/torchscriptmodule.h"
-#include "engine/core/atomicfile.h"
 #include "engine/io/safetensorsfile.h"
+#include "engine/io/torchscriptmodule.h"
 #include "engine/model/llamamodel.h"
 #include "engine/model/pretrained.h"
 #include "engine/tokenize/tokenizer.h"
@@ -91,8 +92,10 @@ std::filesystem::path baseFolderOf(const std::filesystem::path &modelFolder, boo
     if (!adapter)
         return modelFolder;
     nlohmann::json config;
+    const std::string configText = readFile(modelFolder / "adapter_config.json");
+    checkJsonNesting(configText, (modelFolder / "adapter_config.json").string());
     try {
-        config = nlohmann::json::parse(readFile(modelFolder / "adapter_config.json"));
+        config = nlohmann::json::parse(configText);
     } catch (const nlohmann::json::exception &e) {
         throw invalidInput((modelFolder / "adapter_config.json").string() + ": not valid JSON (" + e.what() + ")");
     }

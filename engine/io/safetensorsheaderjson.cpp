@@ -3,6 +3,7 @@
 #include "engine/io/safetensorsheader.h"
 
 #include "engine/core/error.h"
+#include "engine/core/jsonnesting.h"
 #include "engine/io/safetensorslayout.h"
 
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@ using nlohmann::json;
 /// last value silently; safetensors names must be unique).
 json parseRejectingDuplicates(std::string_view text, const std::string &fileLabel)
 {
+    checkJsonNesting(text, fileLabel);
     std::vector<std::set<std::string>> keysPerObject;
     std::string duplicate;
     const json::parser_callback_t callback = [&](int, json::parse_event_t event, json &parsed) {

@@ -2,6 +2,7 @@
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
+#include "engine/core/jsonnesting.h"
 
 #include <nlohmann/json.hpp>
 
@@ -71,6 +72,7 @@ CheckpointFiles parseShardIndex(const std::string &text, const std::filesystem::
 {
     const std::string label = indexPath.string();
     json root;
+    checkJsonNesting(text, label);
     try {
         root = json::parse(text);
     } catch (const json::exception &error) {

@@ -2,6 +2,7 @@
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
+#include "engine/core/jsonnesting.h"
 
 #include <cmath>
 
@@ -89,6 +90,7 @@ json readConfigFile(const std::filesystem::path &path, std::string &source)
         file = path / "config.json";
     source = file.string();
     const std::string text = readFile(file);
+    checkJsonNesting(text, source);
     try {
         return json::parse(text);
     } catch (const json::parse_error &e) {

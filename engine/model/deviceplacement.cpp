@@ -2,6 +2,7 @@
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
+#include "engine/core/jsonnesting.h"
 
 #include <nlohmann/json.hpp>
 
@@ -82,6 +83,7 @@ DevicePlacement DevicePlacement::fromJson(const std::string &text, const std::st
             duplicate = parsed.get<std::string>();
         return true;
     };
+    checkJsonNesting(text, label);
     try {
         json = nlohmann::ordered_json::parse(text, noteKey);
     } catch (const nlohmann::json::exception &e) {

@@ -1,5 +1,6 @@
 #include "engine/model/pretrained.h"
 
+#include "engine/core/jsonnesting.h"
 #include "engine/model/lora.h"
 
 #include "engine/core/atomicfile.h"
@@ -132,8 +133,10 @@ int applyPeftLoraAdapter(LlamaForCausalLM &model, const fs::path &adapterFolder)
     const fs::path configPath = adapterFolder / "adapter_config.json";
     const fs::path weightsPath = adapterFolder / "adapter_model.safetensors";
     nlohmann::json config;
+    const std::string configText = readFile(configPath);
+    checkJsonNesting(configText, configPath.string());
     try {
-        config = nlohmann::json::parse(readFile(configPath));
+        config = nlohmann::json::parse(configText);
     } catch (const nlohmann::json::exception &e) {
         throw invalidInput(configPath.string() + ": not valid JSON (" + e.what() + ")");
     }

@@ -2,6 +2,7 @@
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
+#include "engine/core/jsonnesting.h"
 #include "engine/core/paths.h"
 #include "engine/store/runstore.h"
 
@@ -81,6 +82,8 @@ std::optional<RunMarker> readRunMarker(const fs::path &folder)
     } catch (const Error &) {
         return std::nullopt;
     }
+    if (jsonNesting(text) > kMaxJsonNesting)
+        return std::nullopt;
     const nlohmann::json marker = nlohmann::json::parse(text, nullptr, false);
     if (!marker.is_object() || !marker.contains("run_id") || !marker["run_id"].is_number_integer())
         return std::nullopt;
@@ -90,7 +93,10 @@ std::optional<RunMarker> readRunMarker(const fs::path &folder)
 RunConfig parseRunConfig(const std::string &configJson)
 {
     RunConfig config;
-    const nlohmann::json object = nlohmann::json::parse(configJson, nullptr, false);
+    // Too deep is as malformed: the settings inside are copied, which recurses once per level.
+    const nlohmann::json object = jsonNesting(configJson) > kMaxJsonNesting
+                                      ? nlohmann::json(nlohmann::json::value_t::discarded)
+                                      : nlohmann::json::parse(configJson, nullptr, false);
     if (!object.is_object())
         return config;
     if (const auto training = object.find("training"); training != object.end() && training->is_object())
@@ -177,7 +183,9 @@ ResumeState readResumeState(const std::string &runOrFolder, const std::string &s
         state.checkpoint = all.back().second;
     }
     const fs::path file = state.checkpoint / kCheckpointStateFile;
-    const nlohmann::json saved = nlohmann::json::parse(readFile(file), nullptr, false);
+    const std::string savedText = readFile(file);
+    checkJsonNesting(savedText, file.string());
+    const nlohmann::json saved = nlohmann::json::parse(savedText, nullptr, false);
     if (!saved.is_object() || !saved.contains("step") || !saved["step"].is_number_integer()
         || !saved.contains("training") || !saved["training"].is_object())
         throw invalidInput("cannot resume " + shown + ": " + file.string() + " is not a tunebench checkpoint state "

@@ -2,6 +2,7 @@
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
+#include "engine/core/jsonnesting.h"
 #include "engine/tokenize/addedvocabulary.h"
 #include "engine/tokenize/bpemodel.h"
 #include "engine/tokenize/jsonfields.h"
@@ -22,6 +23,7 @@ using nlohmann::json;
 
 json parseJson(const std::string &text, const std::string &where)
 {
+    checkJsonNesting(text, where);
     try {
         return json::parse(text);
     } catch (const json::parse_error &e) {

@@ -2,6 +2,7 @@
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
+#include "engine/core/jsonnesting.h"
 #include "engine/tokenize/utf8.h"
 
 #include <nlohmann/json.hpp>
@@ -25,8 +26,10 @@ std::unique_ptr<SentencePieceAdapter> SentencePieceAdapter::load(const std::file
     std::error_code ec;
     if (std::filesystem::is_regular_file(configFile, ec)) {
         nlohmann::json config;
+        const std::string configText = readFile(configFile);
+        checkJsonNesting(configText, configFile.string());
         try {
-            config = nlohmann::json::parse(readFile(configFile));
+            config = nlohmann::json::parse(configText);
         } catch (const nlohmann::json::parse_error &e) {
             throw invalidInput(configFile.string() + " is not valid JSON (" + std::string(e.what()) + ")");
         }

@@ -2,6 +2,7 @@
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
+#include "engine/core/jsonnesting.h"
 #include "engine/tokenize/chattemplate.h"
 #include "engine/tokenize/tokenizer.h"
 #include "engine/train/textcorpus.h"
@@ -72,14 +73,18 @@ std::vector<Record> readJsonl(const fs::path &path, BadLinePolicy policy, int64_
         begin = end + 1;
         if (content.find_first_not_of(" \t\r") == std::string_view::npos)
             continue;
-        json value = json::parse(content, nullptr, false);
+        // Too deep a line counts as malformed (copying it later would recurse once per level).
+        const bool tooDeep = jsonNesting(content) > kMaxJsonNesting;
+        json value = tooDeep ? json(json::value_t::discarded) : json::parse(content, nullptr, false);
         if (value.is_discarded() || !value.is_object()) {
             if (policy == BadLinePolicy::Skip) {
                 ++skipped;
                 continue;
             }
-            throw invalidInput(path.string() + " line " + std::to_string(line) + ": "
-                               + (value.is_discarded() ? "not valid JSON" : "not a JSON object")
+            const std::string what = tooDeep ? "JSON nests deeper than " + std::to_string(kMaxJsonNesting) + " levels"
+                                     : value.is_discarded() ? "not valid JSON"
+                                                            : "not a JSON object";
+            throw invalidInput(path.string() + " line " + std::to_string(line) + ": " + what
                                + " (skip such lines with --bad-lines skip)");
         }
         records.push_back({line, std::move(value)});
@@ -267,7 +272,9 @@ ChatTemplateSource readChatTemplate(const fs::path &modelFolder)
     const fs::path file = modelFolder / "tokenizer_config.json";
     if (!fs::exists(file))
         return source;
-    const json config = json::parse(readFile(file), nullptr, false);
+    const std::string text = readFile(file);
+    checkJsonNesting(text, file.string());
+    const json config = json::parse(text, nullptr, false);
     if (!config.is_object())
         throw invalidInput(file.string() + ": not a JSON object");
     if (const auto it = config.find("chat_template"); it != config.end() && it->is_string())

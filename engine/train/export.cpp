@@ -2,6 +2,7 @@
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
+#include "engine/core/jsonnesting.h"
 #include "engine/model/pretrained.h"
 #include "engine/store/runfolder.h"
 #include "engine/tokenize/tokenizer.h"
@@ -67,7 +68,9 @@ ExportResult exportRun(const fs::path &runFolder, ExportKind kind, const fs::pat
         copyInto(source, staged.path(), "adapter_model.safetensors");
         copyTokenizer(tokenizerFrom, staged.path());
     } else if (lora) {
-        const auto config = nlohmann::json::parse(readFile(source / "adapter_config.json"), nullptr, false);
+        const std::string configText = readFile(source / "adapter_config.json");
+        checkJsonNesting(configText, (source / "adapter_config.json").string());
+        const auto config = nlohmann::json::parse(configText, nullptr, false);
         const std::string base = config.is_object() ? config.value("base_model_name_or_path", std::string()) : std::string();
         if (base.empty() || !model::holdsWeights(base)) {
             throw invalidInput((source / "adapter_config.json").string() + ": base_model_name_or_path \"" + base

@@ -218,6 +218,17 @@ TEST_F(DatasetTest, PreTokenizedIdsKeepTheirLabels)
                 "as long as input_ids");
 }
 
+// Regression: a JSONL line of 200,000 nested brackets crashed the reader (nlohmann::json copies recurse).
+TEST_F(DatasetTest, DeeplyNestedLineIsRefusedOrSkipped)
+{
+    const std::string deep = "{\"text\": " + std::string(200000, '[') + std::string(200000, ']') + "}\n";
+    const fs::path path = write("deep.jsonl", deep + "{\"text\": \"Call me Ishmael, and Ishmael it is. Some years ago.\"}\n");
+    expectError([&] { load(path, 8); }, ErrorKind::InvalidInput, "deep.jsonl line 1: JSON nests deeper than 256 levels");
+    engine::train::DatasetOptions skip;
+    skip.badLines = engine::train::BadLinePolicy::Skip;
+    EXPECT_EQ(load(path, 8, skip).skippedBadLines, 1);
+}
+
 TEST_F(DatasetTest, MalformedLinesNameTheLineOrAreSkippedAndCounted)
 {
     const fs::path path = write("bad.jsonl", "{\"text\": \"Call me Ishmael, and Ishmael it is. Some years ago.\"}\n"
