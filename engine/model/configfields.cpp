@@ -93,7 +93,7 @@ json readConfigFile(const std::filesystem::path &path, std::string &source)
     checkJsonNesting(text, source);
     try {
         return json::parse(text);
-    } catch (const json::parse_error &e) {
+    } catch (const json::exception &e) { // parse_error, and out_of_range for a number like 1e400
         throw invalidInput(source + ": invalid JSON: " + e.what());
     }
 }

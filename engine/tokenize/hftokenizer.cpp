@@ -26,7 +26,7 @@ json parseJson(const std::string &text, const std::string &where)
     checkJsonNesting(text, where);
     try {
         return json::parse(text);
-    } catch (const json::parse_error &e) {
+    } catch (const json::exception &e) { // parse_error, and out_of_range for a number like 1e400
         throw invalidInput(where + " is not valid JSON (" + std::string(e.what()) + ")");
     }
 }

@@ -30,7 +30,7 @@ std::unique_ptr<SentencePieceAdapter> SentencePieceAdapter::load(const std::file
         checkJsonNesting(configText, configFile.string());
         try {
             config = nlohmann::json::parse(configText);
-        } catch (const nlohmann::json::parse_error &e) {
+        } catch (const nlohmann::json::exception &e) { // parse_error, and out_of_range for 1e400
             throw invalidInput(configFile.string() + " is not valid JSON (" + std::string(e.what()) + ")");
         }
         auto flag = [&](const char *key, bool fallback) {
