@@ -307,6 +307,16 @@ Value firstOrLast(const Value &input, bool last)
     return last ? items.back() : items.front();
 }
 
+/// A finite double as int64, or RuntimeFailure where Python would make an integer past 64 bits
+/// (casting such a double is undefined behaviour).
+int64_t truncateToInt64(double value)
+{
+    constexpr double kLimit = 9223372036854775808.0; // 2^63, exact as a double
+    if (!(value >= -kLimit && value < kLimit))
+        throw RuntimeFailure("integer overflow (values beyond 64 bits are not supported)");
+    return static_cast<int64_t>(value);
+}
+
 Value toInteger(const Value &input, CallArgs &args)
 {
     Params p("int", args, {"default", "base"});
@@ -317,7 +327,7 @@ Value toInteger(const Value &input, CallArgs &args)
     if (input.isBool() || input.isInt())
         return Value(input.integer());
     if (input.isFloat())
-        return std::isfinite(input.number()) ? Value(static_cast<int64_t>(input.number())) : fallback;
+        return std::isfinite(input.number()) ? Value(truncateToInt64(input.number())) : fallback;
     if (input.isString()) {
         std::string digits = pystring::strip(input.string(), std::nullopt, true, true);
         digits.erase(std::remove(digits.begin(), digits.end(), '_'), digits.end());
@@ -328,13 +338,16 @@ Value toInteger(const Value &input, CallArgs &args)
                 return Value(static_cast<int64_t>(value));
         } catch (const std::exception &) {
         }
+        double value = 0.0;
         try {
             size_t used = 0;
-            const double value = std::stod(digits, &used);
-            if (used == digits.size() && std::isfinite(value))
-                return Value(static_cast<int64_t>(value));
+            value = std::stod(digits, &used);
+            if (used != digits.size() || !std::isfinite(value))
+                return fallback;
         } catch (const std::exception &) {
+            return fallback;
         }
+        return Value(truncateToInt64(value));
     }
     return fallback;
 }

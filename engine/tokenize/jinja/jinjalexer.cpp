@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 
 namespace engine::tokenize::jinja {
 namespace {
@@ -338,7 +339,8 @@ private:
                     if (m_source[i] != '_')
                         digits += m_source[i];
                 emit(TokenType::Float, m_source.substr(pos, floatEnd - pos), pos);
-                m_tokens.back().floating = std::stod(digits);
+                // As Python's float(): 1e999 is inf and 1e-999 is 0.0 (std::stod throws for both).
+                m_tokens.back().floating = std::strtod(digits.c_str(), nullptr);
                 return floatEnd;
             }
             int base = 10;

@@ -131,3 +131,18 @@ TEST(ChatTemplateLimits, TextBuiltInOneRenderingIsBounded)
                       "{% for i in range(100000) %}{% set ns.l = ns.l + [big] %}{% endfor %}",
                       "MiB of text in one rendering");
 }
+
+// Found by fuzz_chat_template: a float literal past double's range made std::stod throw
+// std::out_of_range out of ChatTemplate::parse. Python reads 1e999 as inf.
+TEST(ChatTemplateLimits, FloatLiteralsPastDoubleAreInfinityAsInPython)
+{
+    EXPECT_EQ(render("{{ 445766449547e644966449 }} {{ -1e999 }} {{ 1e-999 }}"), "inf -inf 0.0");
+}
+
+// Casting a double past int64 is undefined behaviour (UBSan); Python would make a big integer.
+TEST(ChatTemplateLimits, IntOfAHugeFloatIsAnOverflowError)
+{
+    expectRenderError("{{ 1e300 | int }}", "integer overflow");
+    expectRenderError("{{ '1e300' | int }}", "integer overflow");
+    EXPECT_EQ(render("{{ -9.2e18 | int }} {{ '2.5' | int }}"), "-9200000000000000000 2");
+}
