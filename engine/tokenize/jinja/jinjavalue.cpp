@@ -552,9 +552,17 @@ Value arithmetic(std::string_view op, const Value &a, const Value &b)
             throw RuntimeFailure("printf-style string formatting ('%') is not supported by this chat-template engine");
     } else if (op == "**") {
         if (integers && b.integer() >= 0) {
+            // By squaring: 1 ** 5555555550 took billions of steps one multiplication at a time. Squaring
+            // only while exponent bits remain overflows only where the result would.
             int64_t result = 1;
-            for (int64_t i = 0; i < b.integer(); ++i)
-                result = checked(mul, result, a.integer());
+            int64_t base = a.integer();
+            for (int64_t exponent = b.integer(); exponent > 0;) {
+                if (exponent & 1)
+                    result = checked(mul, result, base);
+                exponent >>= 1;
+                if (exponent > 0)
+                    base = checked(mul, base, base);
+            }
             return Value(result);
         }
         if (numbers) {

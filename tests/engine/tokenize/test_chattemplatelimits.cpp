@@ -146,3 +146,13 @@ TEST(ChatTemplateLimits, IntOfAHugeFloatIsAnOverflowError)
     expectRenderError("{{ '1e300' | int }}", "integer overflow");
     EXPECT_EQ(render("{{ -9.2e18 | int }} {{ '2.5' | int }}"), "-9200000000000000000 2");
 }
+
+// Found by fuzz_chat_template (a 10 s timeout): integer ** multiplied once per unit of the exponent.
+TEST(ChatTemplateLimits, IntegerPowerTakesLogarithmicSteps)
+{
+    EXPECT_EQ(render("{{ 1 ** 5555555550 }} {{ (-1) ** 9223372036854775807 }} {{ 0 ** 4000000000 }}"), "1 -1 0");
+    EXPECT_EQ(render("{{ 2 ** 62 }} {{ (-2) ** 63 }} {{ 3 ** 39 }} {{ 7 ** 0 }}"),
+              "4611686018427387904 -9223372036854775808 4052555153018976267 1");
+    expectRenderError("{{ 2 ** 63 }}", "integer overflow");
+    expectRenderError("{{ 3 ** 5555555550 }}", "integer overflow");
+}
