@@ -27,7 +27,9 @@ std::string parseDeviceValue(const ojson &value, const std::string &where)
         const std::string s = value.get<std::string>();
         if (s == "cpu" || s == "disk")
             return s;
-        if (s.rfind("cuda:", 0) == 0 && s.size() > 5 && s.find_first_not_of("0123456789", 5) == std::string::npos)
+        // At most three digits, as for a bare "12": std::stoi threw std::out_of_range past int.
+        if (s.rfind("cuda:", 0) == 0 && s.size() > 5 && s.size() <= 8
+            && s.find_first_not_of("0123456789", 5) == std::string::npos)
             return std::to_string(std::stoi(s.substr(5)));
         if (!s.empty() && s.size() < 4 && s.find_first_not_of("0123456789") == std::string::npos)
             return s;
