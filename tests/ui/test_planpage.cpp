@@ -8,6 +8,7 @@
 #include <QDoubleSpinBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QListWidget>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -219,4 +220,29 @@ TEST_F(PlanPageTest, OffersTheCatalogWhenEmptyAndPlansTheChosenModel)
     EXPECT_FALSE(m_page->openModel(QStringLiteral("qwen2.5-8b")));
     const QString refused = m_page->findChild<QLabel *>(QStringLiteral("planVerdict"))->text();
     EXPECT_TRUE(refused.contains(QStringLiteral("no catalog model named \"qwen2.5-8b\""))) << refused.toStdString();
+}
+
+// The advisor on the page: Llama-3.1-8B full fine-tuning on two 15 GiB GPUs and 13 GiB of RAM does not fit;
+// the page lists the nearest plans that do, and one click applies a suggestion's settings.
+TEST_F(PlanPageTest, AdviceAppliesTheSettingsOfAPlanThatFits)
+{
+    auto *train = m_page->findChild<QComboBox *>(QStringLiteral("planTrain"));
+    train->setCurrentIndex(train->findData(QStringLiteral("full")));
+    ASSERT_TRUE(m_page->openModel(QStringLiteral(TUNEBENCH_TEST_DATA "/model/configs/llama-3.1-8b.json")));
+    ASSERT_NE(m_page->plan(), nullptr);
+    EXPECT_FALSE(m_page->plan()->fits);
+    auto *advice = m_page->findChild<QListWidget *>(QStringLiteral("planAdvice"));
+    ASSERT_NE(advice, nullptr);
+    EXPECT_TRUE(advice->isVisible());
+    ASSERT_GE(advice->count(), 1);
+    QListWidgetItem *first = advice->item(0);
+    EXPECT_TRUE(first->text().contains(QStringLiteral("--train lora"))) << first->text().toStdString();
+    const QRect where = advice->visualItemRect(first);
+    QTest::mouseClick(advice->viewport(), Qt::LeftButton, {}, where.center());
+    EXPECT_EQ(train->currentData().toString(), QStringLiteral("lora"));
+    ASSERT_NE(m_page->plan(), nullptr);
+    EXPECT_TRUE(m_page->plan()->fits);
+    // A plan that fits gets the largest batch that fits.
+    ASSERT_GE(advice->count(), 1);
+    EXPECT_TRUE(advice->item(0)->text().contains(QStringLiteral("--batch-size"))) << advice->item(0)->text().toStdString();
 }

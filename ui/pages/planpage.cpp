@@ -1,9 +1,12 @@
 #include "ui/pages/planpage.h"
 
+#include "engine/plan/advisor.h"
+
 #include "engine/core/byteunits.h"
 #include "engine/core/error.h"
 #include "engine/core/atomicfile.h"
 #include "engine/core/format.h"
+#include "engine/plan/advisor.h"
 #include "engine/plan/catalog.h"
 #include "engine/plan/devicemapjson.h"
 #include "engine/plan/planmodel.h"
@@ -24,17 +27,22 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QListWidgetItem>
 #include <QMimeData>
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
+#include <QSignalBlocker>
 #include <QSplitter>
+#include <QStringList>
+#include <QStyle>
 #include <QTabWidget>
 #include <QTreeView>
 #include <QUndoCommand>
 #include <QUndoStack>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <exception>
 #include <fstream>
 #include <sstream>
@@ -151,6 +159,14 @@ PlanPage::PlanPage(QWidget *parent) : QWidget(parent)
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(createSettingsBar());
     layout->addWidget(m_verdictLabel);
+    m_advice = new QListWidget(this);
+    m_advice->setObjectName(QStringLiteral("planAdvice"));
+    m_advice->setWordWrap(true);
+    m_advice->setToolTip(tr("Click a suggestion to apply its settings"));
+    m_advice->hide();
+    connect(m_advice, &QListWidget::itemClicked, this,
+            [this](QListWidgetItem *item) { applyAdvice(item->data(Qt::UserRole).toString()); });
+    layout->addWidget(m_advice);
     layout->addWidget(createCatalogRow());
     layout->addWidget(splitter, 1);
 
@@ -387,10 +403,12 @@ void PlanPage::replan()
         for (engine::plan::DeviceSpec &d : devices)
             if (d.isGpu())
                 d.overheadBytes = static_cast<int64_t>(m_overheadSpin->value() * double(1 << 30));
-        Plan plan = m_planner->plan(devices, settingsFromFields());
+        const engine::plan::PlanSettings settings = settingsFromFields();
+        Plan plan = m_planner->plan(devices, settings);
         QSettings().setValue(QStringLiteral("Plan/maxMemory"), m_memoryEdit->text());
         m_undo->clear();
         showPlan(plan);
+        showAdvice(plan.devices, settings);
     } catch (const std::exception &e) {
         showError(fromStd(e.what()));
     }
@@ -460,8 +478,57 @@ void PlanPage::showPlan(const Plan &plan)
     m_trainButton->setEnabled(!m_fromCatalog);
 }
 
+void PlanPage::showAdvice(const std::vector<engine::plan::DeviceSpec> &devices, const engine::plan::PlanSettings &settings)
+{
+    m_advice->clear();
+    const std::vector<engine::plan::Advice> advice = engine::plan::advise(*m_planner, devices, settings);
+    for (const engine::plan::Advice &a : advice) {
+        QStringList flags;
+        for (const auto &[flag, value] : a.changes.items())
+            flags << (value.is_boolean() ? QStringLiteral("--%1").arg(fromStd(flag))
+                                         : QStringLiteral("--%1 %2").arg(fromStd(flag),
+                                               fromStd(value.is_string() ? value.get<std::string>() : value.dump())));
+        auto *item = new QListWidgetItem(tr("Apply %1: %2").arg(flags.join(QLatin1Char(' ')), fromStd(a.why)), m_advice);
+        item->setData(Qt::UserRole, fromStd(a.changes.dump()));
+        item->setIcon(style()->standardIcon(QStyle::SP_DialogApplyButton));
+    }
+    // As tall as its suggestions (up to five lines' worth), so that one suggestion takes one line.
+    int height = 2 * m_advice->frameWidth();
+    for (int row = 0; row < m_advice->count(); ++row)
+        height += m_advice->sizeHintForRow(row);
+    m_advice->setFixedHeight(std::min(height, m_advice->fontMetrics().height() * 7));
+    m_advice->setVisible(!advice.empty());
+}
+
+void PlanPage::applyAdvice(const QString &changesJson)
+{
+    const nlohmann::ordered_json changes = nlohmann::ordered_json::parse(changesJson.toStdString(), nullptr, false);
+    if (!changes.is_object())
+        return;
+    // Set every field first (signals blocked, so that each does not re-plan), then plan once.
+    const QSignalBlocker blockTrain(m_trainCombo), blockRank(m_rankSpin), blockCheck(m_checkpointingCheck),
+        blockBatch(m_batchSpin), blockSeq(m_seqSpin), blockDtype(m_dtypeCombo);
+    for (const auto &[flag, value] : changes.items()) {
+        if (flag == "train" && value.is_string())
+            m_trainCombo->setCurrentIndex(m_trainCombo->findData(fromStd(value.get<std::string>())));
+        else if (flag == "lora-r" && value.is_number_integer())
+            m_rankSpin->setValue(static_cast<int>(value.get<int64_t>()));
+        else if (flag == "checkpointing" && value.is_boolean())
+            m_checkpointingCheck->setChecked(value.get<bool>());
+        else if (flag == "batch-size" && value.is_number_integer())
+            m_batchSpin->setValue(static_cast<int>(value.get<int64_t>()));
+        else if (flag == "seq-len" && value.is_number_integer())
+            m_seqSpin->setValue(static_cast<int>(value.get<int64_t>()));
+        else if (flag == "dtype" && value.is_string())
+            m_dtypeCombo->setCurrentIndex(m_dtypeCombo->findData(fromStd(value.get<std::string>())));
+    }
+    replan();
+}
+
 void PlanPage::showError(const QString &text)
 {
+    m_advice->clear();
+    m_advice->hide();
     m_verdictLabel->setText(text);
     QPalette palette = m_verdictLabel->palette();
     palette.setColor(QPalette::WindowText, QColor(0xc6, 0x28, 0x28));

@@ -84,6 +84,11 @@ private:
     /// Shows `plan` (columns, verdict, tree devices, explanations, lint) without touching the undo stack.
     void showPlan(const engine::plan::Plan &plan);
     void showError(const QString &text);
+    /// Lists the advisor's suggestions for the settings just planned (hidden when there are none).
+    void showAdvice(const std::vector<engine::plan::DeviceSpec> &devices, const engine::plan::PlanSettings &settings);
+    /// Sets the fields to a suggestion's flags ("train", "lora-r", "checkpointing", "batch-size", "seq-len",
+    /// "dtype") and re-plans.
+    void applyAdvice(const QString &changesJson);
 
     QString m_modelPath;
     bool m_fromCatalog = false; ///< a catalog model has no weights here: nothing to train with
@@ -108,6 +113,7 @@ private:
     DeviceColumnsWidget *m_columns = nullptr;
     ModuleTreeModel *m_treeModel = nullptr;
     QTreeView *m_treeView = nullptr;
+    QListWidget *m_advice = nullptr; ///< one-click suggestions: the nearest plans that fit, or the largest batch
     QListWidget *m_explanations = nullptr;
     QListWidget *m_lint = nullptr;
     QTabWidget *m_tabs = nullptr;
