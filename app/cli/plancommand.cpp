@@ -105,6 +105,8 @@ public:
         m_command->add_option("--dtype", m_dtype, "float16 | bfloat16 | float32 (default: as config/checkpoint)");
         m_command->add_option("--train", m_train, "none (default) | lora | full");
         m_command->add_option("--lora-r", m_settings.loraRank, "LoRA rank (default 8)");
+        m_command->add_option("--lora-alpha", m_settings.loraAlpha,
+                              "LoRA alpha for the exported script (default 16, as train; no effect on memory)");
         m_command->add_option("--lora-targets", m_loraTargets, "Modules LoRA adapts, e.g. q_proj,v_proj");
         m_command->add_option("--lora-dropout", m_settings.loraDropout,
                               "LoRA dropout (default 0.05, as train): above 0 each adapted layer keeps its dropped input");
