@@ -6,10 +6,13 @@
 #include "support/tempdir.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 
 using namespace engine::plan;
@@ -194,4 +197,59 @@ TEST(PythonSnippet, DefaultsAndAsStoredDtype)
     EXPECT_EQ(capture(py, "lora_alpha=([0-9.]+)"), "16") << py; // tunebench train's default
     EXPECT_EQ(capture(py, "lora_dropout=([0-9.]+)"), "0.05") << py;
     EXPECT_EQ(py.find("gradient_checkpointing_enable"), std::string::npos) << py;
+}
+
+// Runs each architecture's script (every mode across them) as written on the CPU, with stand-ins for
+// transformers and peft that record what the script passes them: the folder, the class, the map and
+// budgets reach from_pretrained; the optimizer gets the trainable parameters only; the script's
+// cross-device clipping equals torch.nn.utils.clip_grad_norm_ on one device; a step gives a loss.
+TEST(PythonSnippet, RunsAsWrittenWithStandInsForTransformersAndPeft)
+{
+    if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+        GTEST_SKIP() << "/usr/bin/python3 cannot import torch (install python3-torch)";
+    const std::vector<std::pair<const char *, TrainMode>> cases = {{"chatglm-6b.json", TrainMode::Lora},
+                                                                   {"llama-2-7b.json", TrainMode::Full},
+                                                                   {"qwen2-0.5b.json", TrainMode::None},
+                                                                   {"gpt2.json", TrainMode::Lora},
+                                                                   {"mistral-7b-v0.1.json", TrainMode::Lora}};
+    const testing_support::TempDir dir("pyrun");
+    for (const auto &[config, mode] : cases) {
+        SCOPED_TRACE(std::string(config) + " " + trainModeName(mode));
+        const Architecture &arch = *std::find_if(architectures().begin(), architectures().end(),
+                                                 [&](const Architecture &a) { return std::string(a.config) == config; });
+        const Plan plan = Planner(planModelFromPath(kConfigs / config)).plan(parseMaxMemory("0=15GiB,1=15GiB,cpu=64GiB"),
+                                                                              settingsFor(mode));
+        const auto script = dir / (std::string(arch.modelType) + ".py"), out = dir / "out.txt";
+        std::ofstream(script) << pythonSnippet(plan, (kConfigs / config).string());
+        const std::string command = std::string(kPython) + " '" PLAN_SCRIPT_RUNNER "' '" + script.string() + "' > '"
+                                    + out.string() + "' 2>&1";
+        const int rc = std::system(command.c_str());
+        std::ifstream in(out);
+        const std::string text((std::istreambuf_iterator<char>(in)), {});
+        ASSERT_EQ(rc, 0) << text;
+        const nlohmann::json calls = nlohmann::json::parse(text.substr(text.rfind("\n{") + 1));
+
+        EXPECT_EQ(calls["path"], kConfigs.string());
+        EXPECT_EQ(calls["auto_class"], arch.autoClass);
+        EXPECT_EQ(calls["kwargs"]["trust_remote_code"], arch.trustRemoteCode);
+        EXPECT_EQ(calls["tokenizer"]["trust_remote_code"], arch.trustRemoteCode);
+        EXPECT_EQ(calls["kwargs"]["torch_dtype"], "torch.float16");
+        EXPECT_EQ(calls["kwargs"]["device_map"], nlohmann::json(deviceMapJson(plan)));
+        EXPECT_EQ(calls["kwargs"]["max_memory"], nlohmann::json(exportJson(plan)["max_memory"]));
+        if (mode == TrainMode::None) {
+            EXPECT_NE(text.find("next token:"), std::string::npos) << text;
+            continue;
+        }
+        EXPECT_NE(text.find("loss: "), std::string::npos) << text;
+        EXPECT_EQ(calls["optimized_all_trainable"], true);
+        EXPECT_EQ(calls["optimized"], mode == TrainMode::Lora ? 2 : 5) << "LoRA's stand-in trains one Linear";
+        EXPECT_EQ(calls["clip_matches_torch"], true);
+        EXPECT_EQ(calls.value("checkpointing", false), true);
+        if (mode == TrainMode::Lora) {
+            EXPECT_EQ(calls["lora"]["r"], 32);
+            EXPECT_EQ(calls["lora"]["lora_alpha"], 64);
+            EXPECT_EQ(calls["lora"]["lora_dropout"], 0.1);
+            EXPECT_EQ(calls["lora"]["target_modules"], nlohmann::json(arch.loraTargets));
+        }
+    }
 }
