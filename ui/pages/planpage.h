@@ -24,6 +24,7 @@ class QLabel;
 class QLineEdit;
 class QListWidget;
 class QPushButton;
+class QScrollArea;
 class QSpinBox;
 class QTabWidget;
 class QTreeView;
@@ -81,6 +82,10 @@ private:
     void importMapDialog();
     /// Shows `plan` (columns, verdict, tree devices, explanations, lint) without touching the undo stack.
     void showPlan(const engine::plan::Plan &plan);
+    /// "The weights fit: ..." / "LoRA training does not fit: ..." (the subject's own verb form).
+    QString verdictText(const engine::plan::Plan &plan) const;
+    /// The lint as a list: errors first, each item a severity icon, the message and its fix.
+    void showPitfalls(const engine::plan::Plan &plan);
     void showError(const QString &text);
 
     QString m_modelPath;
@@ -101,6 +106,7 @@ private:
     QCheckBox *m_checkpointingCheck = nullptr;
     QLabel *m_verdictLabel = nullptr;
     DeviceColumnsWidget *m_columns = nullptr;
+    QScrollArea *m_columnsScroll = nullptr; ///< holds m_columns: scrolls down, never sideways
     ModuleTreeModel *m_treeModel = nullptr;
     QTreeView *m_treeView = nullptr;
     QListWidget *m_explanations = nullptr;
