@@ -7,6 +7,7 @@
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
@@ -173,6 +174,22 @@ TEST_F(PlanPageTest, ABadModelOrBudgetSaysWhatIsWrong)
     m_page->replan();
     const QString budget = m_page->findChild<QLabel *>(QStringLiteral("planVerdict"))->text();
     EXPECT_TRUE(budget.contains(QStringLiteral("fifteen"))) << budget.toStdString();
+}
+
+// Regression: the page opened with a config.json exported a script that loaded that file.
+TEST_F(PlanPageTest, ExportedPythonLoadsTheModelFolder)
+{
+    ASSERT_TRUE(m_page->openModel(kChatGlm));
+    QTemporaryDir dir;
+    const QString file = dir.filePath(QStringLiteral("train_with_map.py"));
+    ASSERT_TRUE(m_page->exportPython(file));
+    std::ifstream in(file.toStdString());
+    const std::string py((std::istreambuf_iterator<char>(in)), {});
+    const std::string folder = QFileInfo(kChatGlm).path().toStdString();
+    EXPECT_NE(py.find("MODEL_FOLDER = \"" + folder + "\"\n"), std::string::npos) << py;
+    EXPECT_NE(py.find("model = AutoModel.from_pretrained("), std::string::npos) << py;
+    EXPECT_NE(py.find("TRUST_REMOTE_CODE = True"), std::string::npos) << py;
+    EXPECT_EQ(py.find("chatglm-6b.json"), std::string::npos) << py;
 }
 
 TEST_F(PlanPageTest, TheVerdictAgreesWithItsSubject)

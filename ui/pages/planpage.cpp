@@ -592,14 +592,22 @@ void PlanPage::exportPythonDialog()
         return;
     const QString file = QFileDialog::getSaveFileName(this, tr("Export Python Snippet"), QStringLiteral("train_with_map.py"),
                                                       tr("Python (*.py)"));
-    if (file.isEmpty())
-        return;
-    try {
+    if (!file.isEmpty())
+        exportPython(file);
+}
+
+bool PlanPage::exportPython(const QString &file)
+{
+    if (!m_plan)
+        return false;
+    try { // pythonSnippet loads the folder also when the page opened its config.json
         engine::writeFileAtomically(file.toStdString(), engine::plan::pythonSnippet(*m_plan, m_modelPath.toStdString()));
-        Q_EMIT statusMessage(tr("Python snippet written to %1").arg(file), 10000);
     } catch (const std::exception &e) {
         showError(fromStd(e.what()));
+        return false;
     }
+    Q_EMIT statusMessage(tr("Python snippet written to %1").arg(file), 10000);
+    return true;
 }
 
 void PlanPage::importMapDialog()

@@ -60,6 +60,9 @@ public:
     bool exportMap(const QString &file);
     /// Reads a device map file and revalidates it against the open model.
     bool importMap(const QString &file);
+    /// Writes the Python script that loads the model's folder with this plan and trains; false and a
+    /// message on failure.
+    bool exportPython(const QString &file);
 
 Q_SIGNALS:
     /// "Train with this plan": the model folder and the plan's placements (module prefix → torch device).
