@@ -73,6 +73,19 @@ ArchInfo archInfo(const model::ModuleTree &tree, const json &config)
 }
 
 // Generic shapes for a tree built from tensor names: the widest 2-D weight's smaller side as hidden.
+// A model whose code ships with its checkpoint names its classes in auto_map; transformers then needs
+// trust_remote_code=True whatever its model_type.
+std::vector<std::string> autoMapClasses(const json &config)
+{
+    std::vector<std::string> out;
+    const auto it = config.find("auto_map");
+    if (it != config.end() && it->is_object()) {
+        for (const auto &[key, value] : it->items())
+            out.push_back(key);
+    }
+    return out;
+}
+
 ArchInfo genericArch(const model::ModuleTree &tree, const json &config)
 {
     ArchInfo a;
@@ -256,6 +269,7 @@ PlanModel planModelFromConfig(const json &config, const std::string &source)
     PlanModel out;
     out.tree = model::moduleTreeFromConfig(config, source);
     out.arch = archInfo(out.tree, config);
+    out.remoteCodeClasses = autoMapClasses(config);
     return out;
 }
 
@@ -281,6 +295,7 @@ PlanModel planModelFromPath(const fs::path &path)
         std::string type = config.value("model_type", std::string("unknown"));
         out.tree.modelType = type;
         out.arch = genericArch(out.tree, config);
+        out.remoteCodeClasses = autoMapClasses(config);
         out.warnings.push_back(source + ": model_type \"" + type
                                + "\" has no module tree; planning from the checkpoint's tensor names (registration "
                                  "order guessed; numbered layers kept whole as \"Block\")");

@@ -37,6 +37,9 @@ struct PlanModel {
     model::ModuleTree tree;
     ArchInfo arch;
     std::vector<std::string> warnings;
+    /// config.json's auto_map keys ("AutoConfig", "AutoModel", ...): the model's code ships with its
+    /// checkpoint, so transformers loads it only with trust_remote_code=True.
+    std::vector<std::string> remoteCodeClasses;
 };
 
 /// Builds the plan model of a config object (no weights).

@@ -317,6 +317,8 @@ void checkSettings(const PlanSettings &s)
         positive(s.loraRank, 1 << 16, "--lora-r");
     if (!(s.loraDropout >= 0 && s.loraDropout < 1))
         throw invalidInput("--lora-dropout is " + std::to_string(s.loraDropout) + ": must be at least 0 and below 1");
+    if (!(s.loraAlpha > 0))
+        throw invalidInput("--lora-alpha is " + std::to_string(s.loraAlpha) + ": must be above 0");
 }
 
 std::vector<std::pair<std::string, std::string>> Plan::placements() const
@@ -360,6 +362,7 @@ Plan Planner::plan(const std::vector<DeviceSpec> &devicesIn, const PlanSettings 
     Plan plan;
     plan.settings = settings;
     plan.modelType = m_model.tree.modelType;
+    plan.remoteCodeClasses = m_model.remoteCodeClasses;
     plan.noSplit = noSplitClassesFor(m_model, settings);
     plan.warnings = m_model.warnings;
     for (const std::string &cls : plan.noSplit) {
@@ -425,6 +428,8 @@ Plan Planner::revalidate(Plan plan) const
 {
     const FlatTree &t = m_flat;
     checkSettings(plan.settings);
+    plan.modelType = m_model.tree.modelType;
+    plan.remoteCodeClasses = m_model.remoteCodeClasses;
     if (plan.noSplit.empty())
         plan.noSplit = noSplitClassesFor(m_model, plan.settings);
     plan.devices = withDisk(plan.devices);

@@ -103,6 +103,31 @@ TEST_F(PlanCliTest, ChatGlmLoraJson)
     EXPECT_EQ(out["explanations"].size(), out["device_map"].size());
 }
 
+// Regression: --model chatglm-6b/config.json exported a script that loaded the config file, without
+// trust_remote_code.
+TEST_F(PlanCliTest, ExportedScriptLoadsTheFolderWithTheLoraSettings)
+{
+    const fs::path folder = path("chatglm-6b");
+    fs::create_directories(folder);
+    fs::copy_file(kConfigs / "chatglm-6b.json", folder / "config.json");
+    const ProcessResult r = run({"--model", (folder / "config.json").string(), "--max-memory", "0=15GiB,1=15GiB,cpu=13GiB",
+                                 "--dtype", "float16", "--train", "lora", "--lora-r", "16", "--lora-alpha", "32",
+                                 "--output", path("map.json").string()});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    std::ifstream in(path("map.py"));
+    const std::string py((std::istreambuf_iterator<char>(in)), {});
+    for (const std::string &needle : {"MODEL_FOLDER = \"" + folder.string() + "\"\n", std::string("TRUST_REMOTE_CODE = True"),
+                                      std::string("model = AutoModel.from_pretrained("),
+                                      std::string("LoraConfig(r=16, lora_alpha=32, lora_dropout=0.05, "
+                                                  "target_modules=[\"query_key_value\"]"),
+                                      std::string("TORCH_DTYPE = torch.float16")})
+        EXPECT_NE(py.find(needle), std::string::npos) << needle << "\n" << py;
+    EXPECT_EQ(py.find("config.json"), std::string::npos) << py;
+    expectOneError({"--model", (folder / "config.json").string(), "--max-memory", "0=15GiB", "--train", "lora",
+                    "--lora-alpha", "0"},
+                   "--lora-alpha is 0");
+}
+
 TEST_F(PlanCliTest, TableExportAndImport)
 {
     const fs::path map = path("map.json");

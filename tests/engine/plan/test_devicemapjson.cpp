@@ -78,16 +78,3 @@ TEST(DeviceMapJson, ImportRoundTripAndValidation)
     expectError([&] { importDeviceMap(json::object(), "m.json", devices, {}); }, ErrorKind::InvalidInput, "empty");
 }
 
-TEST(DeviceMapJson, PythonSnippetAvoidsThePitfalls)
-{
-    const Planner planner(plan_fixtures::tinyModel());
-    PlanSettings s;
-    s.train = TrainMode::Full;
-    const Plan plan = planner.plan(parseMaxMemory("0=100000,cpu=100000"), s);
-    const std::string py = pythonSnippet(plan, "/models/tiny");
-    for (const char *needle : {"device_map=device_map", "max_memory = {0: 100000, \"cpu\": 100000}",
-                               "if p.requires_grad", "accelerator.clip_grad_norm_", "accelerator.prepare(optimizer)",
-                               "Never accelerator.prepare(model)"})
-        EXPECT_NE(py.find(needle), std::string::npos) << needle << "\n" << py;
-    EXPECT_EQ(py.find("prepare(model"), py.find("prepare(model)")); // only in the warning comment
-}
