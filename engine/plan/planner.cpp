@@ -317,6 +317,8 @@ Plan Planner::plan(const std::vector<DeviceSpec> &devicesIn, const PlanSettings 
     plan.modelType = m_model.tree.modelType;
     plan.noSplit = noSplitClassesFor(m_model, settings);
     plan.warnings = m_model.warnings;
+    if (settings.train != TrainMode::None) // what the activation estimate guessed matters to training only
+        plan.warnings.insert(plan.warnings.end(), m_model.activationWarnings.begin(), m_model.activationWarnings.end());
     for (const std::string &cls : plan.noSplit) {
         bool found = false;
         for (const FlatNode &n : t.nodes)
