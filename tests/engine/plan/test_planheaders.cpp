@@ -279,8 +279,8 @@ const std::vector<HeaderTensor> kDecoder = {{"embed.weight", {100, 16}},     {"l
 
 } // namespace
 
-// The activation estimate of a generic layer stays within a factor of two of the architecture's own
-// (full fine-tuning and LoRA): the config's sizes carry most of it.
+// The activation estimate of a generic layer stays within 0.7-1.3x of the architecture's own (full
+// fine-tuning and LoRA): the config's sizes carry most of it.
 TEST_P(HeadersAgree, ActivationsNearTheArchitecturesEstimate)
 {
     const std::string arch = GetParam();
@@ -297,8 +297,9 @@ TEST_P(HeadersAgree, ActivationsNearTheArchitecturesEstimate)
     const std::vector<std::string> targets = defaultLoraTargets(arch);
     for (const PlanSettings &s : {training(TrainMode::Full), training(TrainMode::Lora, targets)}) {
         const Plan a = known.plan(cpu, s), b = derived.plan(cpu, s);
-        EXPECT_GT(activations(b), activations(a) / 2) << arch;
-        EXPECT_LT(activations(b), activations(a) * 2) << arch;
+        const double ratio = static_cast<double>(activations(b)) / static_cast<double>(activations(a));
+        EXPECT_GT(ratio, 0.7) << arch; // measured 0.78 (llama, qwen2: no fp32 norms) to 1.24 (gpt2 LoRA)
+        EXPECT_LT(ratio, 1.3) << arch;
         EXPECT_TRUE(mentions(b.warnings, "activations estimated with a generic transformer layer")) << joined(b.warnings);
         EXPECT_TRUE(mentions(b.warnings, "hidden_size") || mentions(b.warnings, "n_embd")) << joined(b.warnings);
     }
