@@ -104,6 +104,18 @@ bool hasArchitecture(const json &config)
     return it != config.end() && it->is_string() && !model::noSplitModuleClasses(it->get<std::string>()).empty();
 }
 
+// Why the tree comes from the headers: no tree for the model_type, none given, or (a known model_type whose
+// config the tree builder refuses: ChatGLM2 under "chatglm", a quantized ChatGLM) the builder's own error.
+std::string fallbackReason(const json &config, const std::string &source, const Error &error)
+{
+    if (hasArchitecture(config))
+        return error.what();
+    const auto it = config.is_object() ? config.find("model_type") : config.end();
+    if (it == config.end() || !it->is_string() || it->get<std::string>().empty())
+        return source + " has no model_type";
+    return source + ": model_type \"" + it->get<std::string>() + "\" has no module tree in tunebench";
+}
+
 // The fallback for a model without a tree: its safetensors headers, `why` said first.
 PlanModel planFromHeaders(const fs::path &folder, const json &config, const std::string &source, const std::string &why)
 {
@@ -179,15 +191,14 @@ PlanModel planModelFromPath(const fs::path &path)
     try {
         out = planModelFromConfig(config, source);
     } catch (const Error &error) {
-        if (hasArchitecture(config))
+        if (!weights && hasArchitecture(config))
             throw;
         if (!weights)
             throw invalidInput(std::string(error.what()) + ", and " + folder.string()
                                + " has no safetensors weights whose tensor names could stand in for it");
-        const std::string type = config.value("model_type", std::string());
-        return planFromHeaders(folder, config, source,
-                               type.empty() ? source + " has no model_type"
-                                            : source + ": model_type \"" + type + "\" has no module tree in tunebench");
+        if (error.kind() != ErrorKind::InvalidInput)
+            throw;
+        return planFromHeaders(folder, config, source, fallbackReason(config, source, error));
     }
     if (weights) {
         const std::vector<io::TensorInfo> tensors = checkpointTensors(folder);

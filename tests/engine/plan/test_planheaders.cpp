@@ -438,4 +438,26 @@ TEST_F(OddFolder, NestedOutputProjection)
     EXPECT_EQ(model.arch.outputHead, "transformer.output_layer");
     const Plan plan = Planner(model).plan(parseMaxMemory("cpu=1GB"), training(TrainMode::Full));
     EXPECT_EQ(plan.usageOf("cpu")->memory.logits, 2 * 8LL * 2 * 32 * 100); // forward and backward, 8 B x B x V each
+
+    // ChatGLM2 says model_type "chatglm" too; the ChatGLM-6B tree refuses its config, the headers stand in.
+    config({{"model_type", "chatglm"}, {"hidden_size", 16}, {"num_attention_heads", 2}, {"ffn_hidden_size", 32},
+            {"padded_vocab_size", 100}, {"num_layers", 1}});
+    const PlanModel glm2 = planModelFromPath(m_folder);
+    EXPECT_NE(glm2.warnings.front().find("ChatGLM2/ChatGLM3 config"), std::string::npos) << glm2.warnings.front();
+    EXPECT_NE(glm2.warnings.front().find("planning from the checkpoint's tensor names"), std::string::npos);
+    EXPECT_EQ(glm2.arch.intermediate, 32);
+    // Without weights the config's error stands.
+    fs::remove(m_folder / "model.safetensors");
+    expectError([&] { planModelFromPath(m_folder); }, ErrorKind::InvalidInput, "ChatGLM2/ChatGLM3 config");
+}
+
+// A model_type that is not a string: with weights, the headers still give the tree, and the first warning
+// names the field.
+TEST_F(OddFolder, ModelTypeNotAString)
+{
+    tensors(kDecoder);
+    config({{"model_type", 7}, {"hidden_size", 16}, {"num_attention_heads", 2}});
+    const PlanModel model = planModelFromPath(m_folder);
+    EXPECT_NE(model.warnings.front().find("model_type"), std::string::npos) << model.warnings.front();
+    EXPECT_EQ(model.tree.modelType, "unknown");
 }
