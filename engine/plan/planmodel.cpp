@@ -119,7 +119,10 @@ std::string fallbackReason(const json &config, const std::string &source, const 
 // The fallback for a model without a tree: its safetensors headers, `why` said first.
 PlanModel planFromHeaders(const fs::path &folder, const json &config, const std::string &source, const std::string &why)
 {
-    PlanModel out = planModelFromTensors(checkpointTensors(folder), config, source);
+    const std::vector<io::TensorInfo> tensors = checkpointTensors(folder);
+    if (tensors.empty())
+        throw invalidInput(why + ", and the safetensors weights of " + folder.string() + " hold no tensors to plan from");
+    PlanModel out = planModelFromTensors(tensors, config, source);
     out.warnings.insert(out.warnings.begin(),
                         why + ": planning from the checkpoint's tensor names (safetensors headers only, no weights read)");
     return out;

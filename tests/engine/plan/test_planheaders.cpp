@@ -461,3 +461,10 @@ TEST_F(OddFolder, ModelTypeNotAString)
     EXPECT_NE(model.warnings.front().find("model_type"), std::string::npos) << model.warnings.front();
     EXPECT_EQ(model.tree.modelType, "unknown");
 }
+
+TEST_F(OddFolder, CheckpointWithoutTensors)
+{
+    tensors({});
+    config({{"model_type", "mystery"}});
+    expectError([&] { planModelFromPath(m_folder); }, ErrorKind::InvalidInput, "hold no tensors to plan from");
+}
