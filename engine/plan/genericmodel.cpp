@@ -93,20 +93,24 @@ const model::ModuleNode *outputHead(const model::ModuleTree &tree)
     return nullptr;
 }
 
-// The embedding an absent output head shares its weight with: the largest [vocab, hidden] embedding.
+// The embedding an absent output head shares its weight with: the one with `vocab` rows, else (vocabularies
+// padded to a multiple of 64 or 128, as GPT-NeoX's) the largest.
 const model::ModuleNode *tokenEmbedding(const model::ModuleNode &root, int64_t vocab)
 {
-    const model::ModuleNode *best = nullptr;
+    const model::ModuleNode *exact = nullptr, *largest = nullptr;
     const std::function<void(const model::ModuleNode &)> visit = [&](const model::ModuleNode &n) {
-        if (n.className == "Embedding" && n.parameters.front().shape.size() == 2
-            && (vocab == 0 || n.parameters.front().shape[0] == vocab)
-            && (!best || n.parameters.front().numel() > best->parameters.front().numel()))
-            best = &n;
+        if (n.className == "Embedding" && n.parameters.front().shape.size() == 2) {
+            const int64_t numel = n.parameters.front().numel();
+            if (!largest || numel > largest->parameters.front().numel())
+                largest = &n;
+            if (n.parameters.front().shape[0] == vocab && (!exact || numel > exact->parameters.front().numel()))
+                exact = &n;
+        }
         for (const model::ModuleNode &c : n.children)
             visit(c);
     };
     visit(root);
-    return best;
+    return exact ? exact : largest;
 }
 
 // transformers' PretrainedConfig defaults tie_word_embeddings to true; a causal LM whose checkpoint has no

@@ -131,7 +131,7 @@ int siblingRank(const std::string &local, const Draft &d, bool topLevel)
     return isNumberedList(d) ? 1 : 2;
 }
 
-std::string classNameOf(const std::string &local, const Draft &d, bool inList)
+std::string classNameOf(const std::string &local, const Draft &d, bool inList, bool outputHead)
 {
     if (inList)
         return "Block";
@@ -143,7 +143,7 @@ std::string classNameOf(const std::string &local, const Draft &d, bool inList)
     if (weight == d.parameters.end())
         return "Module";
     if (weight->shape.size() == 2)
-        return isEmbeddingName(local) && d.parameters.size() == 1 ? "Embedding" : "Linear";
+        return isEmbeddingName(local) && !outputHead && d.parameters.size() == 1 ? "Embedding" : "Linear"; // embed_out
     return weight->shape.size() == 1 ? "Norm" : "Module";
 }
 
@@ -158,7 +158,8 @@ void orderParameters(std::vector<model::ParameterInfo> &parameters)
 
 model::ModuleNode build(Draft &d, const std::string &name, const std::string &local, bool inList)
 {
-    model::ModuleNode node{name, classNameOf(local, d, inList), std::move(d.parameters), {}, inList};
+    const bool outputHead = name == local && isOutputHeadName(local); // top level
+    model::ModuleNode node{name, classNameOf(local, d, inList, outputHead), std::move(d.parameters), {}, inList};
     orderParameters(node.parameters);
     node.buffers = std::move(d.buffers);
     std::vector<std::pair<const std::string *, Draft *>> kids;

@@ -468,3 +468,45 @@ TEST_F(OddFolder, CheckpointWithoutTensors)
     config({{"model_type", "mystery"}});
     expectError([&] { planModelFromPath(m_folder); }, ErrorKind::InvalidInput, "hold no tensors to plan from");
 }
+
+// GPT-NeoX names its head embed_out: a Linear whose logits count, not a second embedding.
+TEST_F(OddFolder, HeadNamedLikeAnEmbedding)
+{
+    tensors({{"gpt_neox.embed_in.weight", {128, 16}}, {"gpt_neox.layers.0.dense.weight", {16, 16}},
+             {"gpt_neox.final_layer_norm.weight", {16}}, {"gpt_neox.final_layer_norm.bias", {16}},
+             {"embed_out.weight", {128, 16}}});
+    config({{"model_type", "neox_like"}, {"hidden_size", 16}, {"num_attention_heads", 2}, {"vocab_size", 100}});
+    const PlanModel model = planModelFromPath(m_folder);
+    EXPECT_EQ(model.tree.find("embed_out")->className, "Linear");
+    EXPECT_EQ(model.tree.find("gpt_neox.embed_in")->className, "Embedding");
+    EXPECT_EQ(model.tree.find("lm_head"), nullptr);
+    EXPECT_EQ(model.arch.outputHead, "embed_out");
+    const Plan plan = Planner(model).plan(parseMaxMemory("cpu=1GB"), training(TrainMode::Full));
+    EXPECT_EQ(plan.usageOf("cpu")->memory.logits, 2 * 8LL * 2 * 32 * 128); // V from the head's rows
+}
+
+// A padded vocabulary (embedding rows > vocab_size) still finds the embedding a missing lm_head is tied to;
+// experts numbered inside a layer stay inside the layer's unit.
+TEST_F(OddFolder, PaddedVocabularyAndNestedExperts)
+{
+    std::vector<HeaderTensor> list = {{"model.embed_tokens.weight", {128, 16}}, {"model.norm.weight", {16}}};
+    for (int layer = 0; layer < 2; ++layer) {
+        for (int expert = 0; expert < 3; ++expert) {
+            const std::string p = "model.layers." + std::to_string(layer) + ".moe.experts." + std::to_string(expert) + ".";
+            list.push_back({p + "w1.weight", {48, 16}});
+            list.push_back({p + "w2.weight", {16, 48}});
+        }
+    }
+    tensors(list);
+    config({{"model_type", "moe_like"}, {"hidden_size", 16}, {"num_attention_heads", 2}, {"vocab_size", 100}});
+    const PlanModel model = planModelFromPath(m_folder);
+    ASSERT_NE(model.tree.find("lm_head"), nullptr);
+    EXPECT_EQ(model.tree.find("lm_head")->parameters.front().tiedTo, "model.embed_tokens.weight");
+    EXPECT_EQ(model.arch.layers, 2);
+    EXPECT_EQ(model.arch.outputHead, "lm_head");
+    // The layers are the unit; the map never names an expert.
+    const Plan plan = Planner(model).plan(parseMaxMemory("0=16000,cpu=1MB"), PlanSettings{});
+    EXPECT_GE(plan.deviceMap.size(), 3u);
+    for (const Placement &p : plan.deviceMap)
+        EXPECT_EQ(p.module.find("experts"), std::string::npos) << p.module;
+}
