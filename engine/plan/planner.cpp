@@ -308,6 +308,14 @@ std::string Plan::deviceOf(const std::string &module) const
 
 Planner::Planner(PlanModel model) : m_model(std::move(model)), m_flat(flatten(m_model.tree)) {}
 
+std::vector<std::string> Planner::modelWarnings(const PlanSettings &settings) const
+{
+    std::vector<std::string> out = m_model.warnings;
+    if (settings.train != TrainMode::None) // what the activation estimate guessed matters to training only
+        out.insert(out.end(), m_model.activationWarnings.begin(), m_model.activationWarnings.end());
+    return out;
+}
+
 Plan Planner::plan(const std::vector<DeviceSpec> &devicesIn, const PlanSettings &settings) const
 {
     checkSettings(settings);
@@ -316,9 +324,7 @@ Plan Planner::plan(const std::vector<DeviceSpec> &devicesIn, const PlanSettings 
     plan.settings = settings;
     plan.modelType = m_model.tree.modelType;
     plan.noSplit = noSplitClassesFor(m_model, settings);
-    plan.warnings = m_model.warnings;
-    if (settings.train != TrainMode::None) // what the activation estimate guessed matters to training only
-        plan.warnings.insert(plan.warnings.end(), m_model.activationWarnings.begin(), m_model.activationWarnings.end());
+    plan.warnings = modelWarnings(settings);
     for (const std::string &cls : plan.noSplit) {
         bool found = false;
         for (const FlatNode &n : t.nodes)

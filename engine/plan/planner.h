@@ -33,6 +33,9 @@ public:
     explicit Planner(PlanModel model);
 
     const PlanModel &model() const { return m_model; }
+    /// The model's warnings for a plan with `settings`: what the tree guessed, and for training plans what the
+    /// activation estimate assumes or leaves out.
+    std::vector<std::string> modelWarnings(const PlanSettings &settings) const;
     const FlatTree &flatTree() const { return m_flat; }
 
     /// Plans `devices` (GPUs, then cpu, then disk, as parseMaxMemory gives them). Throws Error(InvalidInput)

@@ -188,6 +188,12 @@ TEST_F(PlanCliTest, UnknownModelTypeFallsBackToTensorNames)
     EXPECT_NE(warnings.find("num_attention_heads"), std::string::npos) << warnings;
     const ProcessResult table = run({"--model", folder.string(), "--max-memory", "0=1GB,cpu=1GB", "--train", "full"});
     EXPECT_NE(table.out.find("warning: activations of the layers not counted"), std::string::npos) << table.out;
+    // An imported map is revalidated with the same warnings.
+    const ProcessResult exported = run({"--model", folder.string(), "--max-memory", "0=1GB,cpu=1GB", "--output", path("map.json").string()});
+    ASSERT_EQ(exported.exitCode, 0) << exported.err;
+    const json imported = runJson({"--model", folder.string(), "--max-memory", "0=1GB,cpu=1GB", "--train", "full",
+                                   "--import", path("map.json").string()});
+    EXPECT_EQ(imported["warnings"], trained["warnings"]);
 
     // A corrupt shard header: one error line naming the file.
     writeText(folder / "model.safetensors", std::string(8, '\x20') + "{not json");
