@@ -445,6 +445,13 @@ Plan Planner::revalidate(Plan plan) const
 {
     const FlatTree &t = m_flat;
     checkSettings(plan.settings);
+    // An imported map arrives without the model's warnings (the Plan page's import): they lead, once.
+    std::vector<std::string> warnings;
+    for (const std::string &w : modelWarnings(plan.settings)) {
+        if (std::find(plan.warnings.begin(), plan.warnings.end(), w) == plan.warnings.end())
+            warnings.push_back(w);
+    }
+    plan.warnings.insert(plan.warnings.begin(), warnings.begin(), warnings.end());
     if (plan.noSplit.empty())
         plan.noSplit = noSplitClassesFor(m_model, plan.settings);
     plan.devices = withDisk(plan.devices);

@@ -47,7 +47,8 @@ public:
     /// Throws Error(InvalidInput) for an unknown module or device.
     Plan move(const Plan &plan, const std::string &module, const std::string &device) const;
 
-    /// Recomputes everything derived from `plan.deviceMap` (after an import or an edit). Throws
+    /// Recomputes everything derived from `plan.deviceMap` (after an import or an edit), and puts the model's
+    /// warnings (modelWarnings) first where the plan lacks them. Throws
     /// Error(InvalidInput) when an entry names an unknown module or device, entries overlap, or a
     /// parameter is left unplaced.
     Plan revalidate(Plan plan) const;

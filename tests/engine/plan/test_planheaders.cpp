@@ -510,3 +510,20 @@ TEST_F(OddFolder, PaddedVocabularyAndNestedExperts)
     for (const Placement &p : plan.deviceMap)
         EXPECT_EQ(p.module.find("experts"), std::string::npos) << p.module;
 }
+
+// A map imported on the Plan page arrives as a skeleton without warnings; revalidating it says what is
+// estimated all the same, once.
+TEST_F(OddFolder, RevalidatedImportKeepsTheWarnings)
+{
+    tensors(kDecoder);
+    config({{"model_type", "mystery"}, {"hidden_size", 16}});
+    const Planner planner(planModelFromPath(m_folder));
+    const Plan planned = planner.plan(parseMaxMemory("cpu=1GB"), training(TrainMode::Full));
+    Plan skeleton;
+    skeleton.devices = planned.devices;
+    skeleton.settings = planned.settings;
+    skeleton.deviceMap = planned.deviceMap;
+    const Plan imported = planner.revalidate(skeleton);
+    EXPECT_EQ(imported.warnings, planned.warnings);
+    EXPECT_EQ(planner.revalidate(imported).warnings, planned.warnings);
+}
