@@ -47,8 +47,10 @@ struct PlanModel {
 PlanModel planModelFromConfig(const nlohmann::json &config, const std::string &source);
 
 /// Reads a model folder or a config.json. A folder with safetensors weights gives each parameter its
-/// checkpoint dtype. An unknown model_type falls back to the checkpoint's tensor names (with a
-/// warning); without weights to fall back to, it throws Error(InvalidInput) naming the field.
+/// checkpoint dtype. Where config.json gives no tree (no config.json, no or an unknown model_type, a config
+/// the tree builder refuses) a folder with weights is planned from its headers (planModelFromTensors), the
+/// first warning saying why; without weights it throws Error(InvalidInput) naming the file and field. A
+/// missing shard or a corrupt header throws the reader's error, which names the file.
 PlanModel planModelFromPath(const std::filesystem::path &path);
 
 /// A tree from tensor names alone (tensortree.cpp): dotted prefixes become modules, numbered children of a

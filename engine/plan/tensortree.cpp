@@ -22,7 +22,6 @@
 #include <cctype>
 #include <map>
 #include <memory>
-#include <set>
 
 namespace engine::plan {
 namespace {
