@@ -267,7 +267,7 @@ public:
                 Plan imported = importDeviceMap(document, m_import, devices, settings);
                 imported.modelType = planner.model().tree.modelType;
                 applyOverhead(imported.devices);
-                imported.warnings = planner.model().warnings;
+                imported.warnings = planner.modelWarnings(settings);
                 plan = planner.revalidate(imported);
             } else {
                 plan = planner.plan(devices, settings);

@@ -355,6 +355,14 @@ std::string Plan::deviceOf(const std::string &module) const
 
 Planner::Planner(PlanModel model) : m_model(std::move(model)), m_flat(flatten(m_model.tree)) {}
 
+std::vector<std::string> Planner::modelWarnings(const PlanSettings &settings) const
+{
+    std::vector<std::string> out = m_model.warnings;
+    if (settings.train != TrainMode::None) // what the activation estimate guessed matters to training only
+        out.insert(out.end(), m_model.activationWarnings.begin(), m_model.activationWarnings.end());
+    return out;
+}
+
 Plan Planner::plan(const std::vector<DeviceSpec> &devicesIn, const PlanSettings &settings) const
 {
     checkSettings(settings);
@@ -364,7 +372,7 @@ Plan Planner::plan(const std::vector<DeviceSpec> &devicesIn, const PlanSettings 
     plan.modelType = m_model.tree.modelType;
     plan.remoteCodeClasses = m_model.remoteCodeClasses;
     plan.noSplit = noSplitClassesFor(m_model, settings);
-    plan.warnings = m_model.warnings;
+    plan.warnings = modelWarnings(settings);
     for (const std::string &cls : plan.noSplit) {
         bool found = false;
         for (const FlatNode &n : t.nodes)
@@ -430,6 +438,13 @@ Plan Planner::revalidate(Plan plan) const
     checkSettings(plan.settings);
     plan.modelType = m_model.tree.modelType;
     plan.remoteCodeClasses = m_model.remoteCodeClasses;
+    // An imported map arrives without the model's warnings (the Plan page's import): they lead, once.
+    std::vector<std::string> warnings;
+    for (const std::string &w : modelWarnings(plan.settings)) {
+        if (std::find(plan.warnings.begin(), plan.warnings.end(), w) == plan.warnings.end())
+            warnings.push_back(w);
+    }
+    plan.warnings.insert(plan.warnings.begin(), warnings.begin(), warnings.end());
     if (plan.noSplit.empty())
         plan.noSplit = noSplitClassesFor(m_model, plan.settings);
     plan.devices = withDisk(plan.devices);

@@ -204,6 +204,25 @@ TEST_F(PlanCliTest, UnknownModelTypeFallsBackToTensorNames)
     EXPECT_EQ(out["device_map"][""], 0);
     EXPECT_EQ(out["devices"][0]["weights"], 2 * 1000 * 64 * 2 + 3 * 64 * 64 * 2); // F16 from the header
     EXPECT_EQ(out["no_split"], json::array({"Block"}));
+    // A training plan says which part is estimated and which is not counted, naming the missing key.
+    const json trained = runJson({"--model", folder.string(), "--max-memory", "0=1GB,cpu=1GB", "--train", "full"});
+    std::string warnings;
+    for (const json &w : trained["warnings"])
+        warnings += w.get<std::string>() + "\n";
+    EXPECT_NE(warnings.find("activations of the layers not counted"), std::string::npos) << warnings;
+    EXPECT_NE(warnings.find("num_attention_heads"), std::string::npos) << warnings;
+    const ProcessResult table = run({"--model", folder.string(), "--max-memory", "0=1GB,cpu=1GB", "--train", "full"});
+    EXPECT_NE(table.out.find("warning: activations of the layers not counted"), std::string::npos) << table.out;
+    // An imported map is revalidated with the same warnings.
+    const ProcessResult exported = run({"--model", folder.string(), "--max-memory", "0=1GB,cpu=1GB", "--output", path("map.json").string()});
+    ASSERT_EQ(exported.exitCode, 0) << exported.err;
+    const json imported = runJson({"--model", folder.string(), "--max-memory", "0=1GB,cpu=1GB", "--train", "full",
+                                   "--import", path("map.json").string()});
+    EXPECT_EQ(imported["warnings"], trained["warnings"]);
+
+    // A corrupt shard header: one error line naming the file.
+    writeText(folder / "model.safetensors", std::string(8, '\x20') + "{not json");
+    expectOneError({"--model", folder.string(), "--max-memory", "0=1GB"}, "model.safetensors");
 
     fs::remove(folder / "model.safetensors");
     expectOneError({"--model", folder.string(), "--max-memory", "0=1GB"}, "no safetensors weights");
