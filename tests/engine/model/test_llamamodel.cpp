@@ -419,6 +419,8 @@ TEST(LlamaModel, MatchesIndependentPythonReference)
     linear.attentionBias = true;
     linear.ropeScaling = {"linear", 3.0, 1.0, 4.0, 8192};
     cases.push_back({"linear_rope_bias", linear, 10, 6});
+    cases.push_back({"qwen3_qk_norm_head_dim", testing_support::tinyQwen3(false, false, 2), 11, 3});
+    cases.push_back({"qwen3_tied_bias_mqa", testing_support::tinyQwen3(true, true, 1), 9, 0});
 
     // Weights of every case as <dir>/<case>/<parameter>.f32, then one Python run over all cases.
     TempDir dir("model-reference");
