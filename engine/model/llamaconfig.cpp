@@ -279,13 +279,15 @@ void LlamaConfig::validate(const std::string &source) const
 {
     if (!modelType.empty() && !isSupportedType(modelType)) {
         throw fieldError(source, "model_type",
-                         "is \"" + modelType + "\": " + modelType + " is not supported yet (supported: " + supportedList() + ")");
+                         "is \"" + modelType + "\": " + modelType + " is not supported yet (supported: "
+                             + supportedList() + ")");
     }
     if (mlpBias && !modelType.empty() && modelType != "llama")
         throw fieldError(source, "mlp_bias", "is true: " + className("MLP") + " has no mlp_bias option (only llama's has)");
     if (attentionBias && !memberOf(modelType).attentionBiasKey) {
         throw fieldError(source, "attention_bias",
-                         "is true: " + className("Attention") + " has no attention_bias option (llama's and qwen3's have)");
+                         "is true: " + className("Attention")
+                             + " has no attention_bias option (llama's and qwen3's have)");
     }
     checkRange(source, "vocab_size", vocabSize, 1, kMaxVocab);
     checkRange(source, "hidden_size", hiddenSize, 1, kMaxHidden);

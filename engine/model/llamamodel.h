@@ -1,7 +1,8 @@
 #pragma once
 // The LLaMA-architecture causal LM in libtorch, which also runs Mistral (sliding-window attention),
-// Qwen2 (q/k/v biases) and Qwen3 (per-head q/k RMSNorm) configs. Engine-internal: only torch code (the trainer, the torch tests)
-// includes this header. Parameter names and order equal Hugging Face's and moduleTreeFromConfig's.
+// Qwen2 (q/k/v biases) and Qwen3 (per-head q/k RMSNorm) configs. Engine-internal: only torch code
+// (the trainer, the torch tests) includes this header. Parameter names and order equal Hugging Face's
+// and moduleTreeFromConfig's.
 //
 // How to use:
 //   LlamaForCausalLM model(config);          // parameters named exactly as Hugging Face's

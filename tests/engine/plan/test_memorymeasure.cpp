@@ -3,8 +3,9 @@
 // allocation of a training step of the engine's LLaMA model (fp32, the engine's AdamW, gradients set to
 // None before the forward): full fine-tuning and the demo's LoRA, each with and without gradient
 // checkpointing, on the demo config, a larger GQA config and a Qwen3 one of that size. The planner's
-// cpu peak for the same settings must lie within 15 %. docs/memory-estimate.md lists the measured numbers. On a GPU the same
-// steps run on cuda:0 and the caching allocator's max_memory_allocated is the measurement (_CUDA).
+// cpu peak for the same settings must lie within 15 %. docs/memory-estimate.md lists the measured
+// numbers. On a GPU the same steps run on cuda:0 and the caching allocator's max_memory_allocated is
+// the measurement (_CUDA).
 
 #include "engine/core/systeminfo.h"
 #include "engine/core/torchversion.h"

@@ -295,6 +295,8 @@ TEST(PlanTraining, Qwen3QkNormsKeepPerHeadActivations)
     EXPECT_EQ(costs.saved[flat.find("model.layers.1.self_attn.q_norm")], (8 + e) * B * a * d + 4 * B * a);
     EXPECT_EQ(costs.saved[flat.find("model.layers.1.self_attn.k_norm")], (8 + e) * B * g * d + 4 * B * g);
     EXPECT_EQ(costs.saved[flat.find("model.layers.1.input_layernorm")], (8 + e) * B * h + 4 * B);
+    // LoRA's default targets are the LLaMA family's.
+    EXPECT_EQ(defaultLoraTargets("qwen3"), (std::vector<std::string>{"q_proj", "v_proj"}));
 }
 
 // Dragging a layer: the breakdown and lint follow at once; moving it back restores the plan's sums.
