@@ -250,6 +250,13 @@ def golden_cases():
               "rope_scaling": {"type": "linear", "factor": 2.5}, "attention_bias": True,
               "tie_word_embeddings": True, "hidden_act": "silu"}
 
+    # Qwen3: per-head q/k RMSNorm, head_dim 12 where hidden / heads is 8, GQA, untied, an offset.
+    qwen3 = {"model_type": "qwen3", "vocab_size": 48, "hidden_size": 32, "intermediate_size": 40,
+             "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 12,
+             "max_position_embeddings": 64, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+             "attention_bias": False, "use_sliding_window": False, "tie_word_embeddings": False,
+             "hidden_act": "silu"}
+
     def ids(cfg, b, t):
         return [[(7 * j + 3 * r + 1) % cfg["vocab_size"] for j in range(t)] for r in range(b)]
 
@@ -263,6 +270,8 @@ def golden_cases():
          "position_offset": 0},
         {"name": "linear_rope_attention_bias_offset", "config": linear, "input_ids": ids(linear, 2, 12),
          "position_offset": 3},
+        {"name": "qwen3_qk_norm_head_dim_offset", "config": qwen3, "input_ids": ids(qwen3, 2, 9),
+         "position_offset": 2},
     ]
 
 

@@ -368,8 +368,9 @@ TEST(LlamaModel, MatchesCheckedInGoldenLogits)
 {
     const json golden = readJson(std::filesystem::path(TUNEBENCH_TEST_DATA) / "model" / "llama_golden.json");
     // llama GQA untied; llama MQA tied with head_dim and offset; qwen2 q/k/v biases tied GQA; mistral
-    // sliding window; llama3 RoPE over 3 × original_max_position_embeddings; linear RoPE with attention_bias.
-    ASSERT_EQ(golden.at("cases").size(), 6u);
+    // sliding window; llama3 RoPE over 3 × original_max_position_embeddings; linear RoPE with attention_bias;
+    // qwen3's per-head q/k norm with head_dim 12 (hidden / heads is 8) and an offset.
+    ASSERT_EQ(golden.at("cases").size(), 7u);
     for (const json &testCase : golden.at("cases")) {
         const LlamaConfig config = LlamaConfig::fromJson(testCase.at("config"), "llama_golden.json");
         LlamaForCausalLM model(config);
