@@ -22,6 +22,8 @@
 //       normed (fp16 after .to()), kept by weight*normed for the weight grad  e*B*h   (full only)
 //       rstd                                                                  4*B
 //   q/k/v_proj: their shared input (the norm's output)                       e*B*h   (full only)
+//   Qwen3's q_norm and k_norm (per head, over d, in fp32) keep as a norm does, over q's a*d and k's g*d
+//       elements per token, with a and g rstd values                        (8+e)*B*a*d + 4*B*a, k alike
 //   RoPE: q*cos + rotate_half(q)*sin keeps only cos/sin (no grad)             0
 //   q@k^T (baddbmm over query heads grouped per kv head) keeps q and k:      e*B*h + e*B*g*d
 //       k and v stay at g heads (the engine groups the query heads instead of repeating k/v; Hugging
@@ -110,6 +112,22 @@ Role roleOf(const FlatTree &t, int node, const ArchInfo &arch, bool insideBlock)
         if ((local == "c_proj" && parent == "mlp") || local == "dense_4h_to_h") return Role::MlpOut;
     }
     return Role::Other;
+}
+
+// What an RMSNorm of a LLaMA-family block normalizes per token: the hidden state (one row of h), or for
+// Qwen3's q_norm / k_norm every head of q (a rows of d) or of k (g rows of d).
+struct NormWidth {
+    int64_t elements;
+    int64_t rows;
+};
+
+NormWidth normWidth(const std::string &localName, const ArchInfo &arch)
+{
+    if (localName == "q_norm")
+        return {arch.heads * arch.headDim, arch.heads};
+    if (localName == "k_norm")
+        return {arch.kvHeads * arch.headDim, arch.kvHeads};
+    return {arch.hidden, 1};
 }
 
 // [out, in] of a Linear/Conv1D-like module's weight (Conv1D stores [in, out]).
@@ -297,9 +315,10 @@ NodeCosts computeCosts(const FlatTree &t, const PlanModel &model, const PlanSett
             switch (role) {
             case Role::Norm:
             case Role::FinalNorm:
-                if (family == "llama") // fp32 input, its square (kept by mean), normed (weight grad), rstd
-                    saved = 4 * B * h + 4 * B * h + (full ? e * B * h : 0) + 4 * B;
-                else
+                if (family == "llama") { // fp32 input, its square (kept by mean), normed (weight grad), rstd
+                    const NormWidth w = normWidth(n.localName, arch);
+                    saved = 4 * B * w.elements + 4 * B * w.elements + (full ? e * B * w.elements : 0) + 4 * B * w.rows;
+                } else
                     saved = e * B * h + 8 * B;
                 if (role == Role::FinalNorm && full)
                     saved += e * B * h; // the head's input

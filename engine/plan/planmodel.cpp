@@ -4,6 +4,7 @@
 #include "engine/io/safetensorsheader.h"
 #include "engine/io/shardindex.h"
 #include "engine/model/configfields.h"
+#include "engine/model/llamaconfig.h"
 
 #include <algorithm>
 #include <map>
@@ -42,7 +43,7 @@ ArchInfo archInfo(const model::ModuleTree &tree, const json &config)
         }
         return {};
     };
-    if (tree.modelType == "llama" || tree.modelType == "mistral" || tree.modelType == "qwen2") {
+    if (model::isLlamaFamily(tree.modelType)) {
         a.family = "llama";
         const auto embed = shapeOf("model.embed_tokens.weight");
         a.vocab = embed.size() == 2 ? embed[0] : 0;

@@ -2,6 +2,7 @@
 // drag-and-revalidate edit.
 
 #include "engine/core/format.h"
+#include "engine/plan/accelerate.h"
 #include "engine/plan/devicemapjson.h"
 #include "engine/plan/memorymodel.h"
 #include "engine/plan/planner.h"
@@ -9,6 +10,7 @@
 #include "support/expecterror.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <map>
@@ -271,6 +273,30 @@ TEST(PlanTraining, LlamaBlockFormula)
     EXPECT_EQ(llamaBlockSavedBytes(b, s, h, a, a, f, 4), B * h * 48 + 8 * B + 4 * S + 16 * B * f);
     // One kv head of size d = 16: k and v keep 2*e*B*16 instead of 2*e*B*h.
     EXPECT_EQ(llamaBlockSavedBytes(b, s, h, a, 1, f, 2), B * h * 28 + 4 * B * 16 + 8 * B + 6 * S + 8 * B * f);
+}
+
+// Qwen3's q_norm and k_norm normalize each head: they keep what an RMSNorm keeps over q's a*d and k's g*d
+// elements per token (a and g rstd values), not over the hidden size (test_plan_memory measures it).
+TEST(PlanTraining, Qwen3QkNormsKeepPerHeadActivations)
+{
+    const int64_t h = 64, a = 8, g = 2, d = 16, b = 2, s = 32; // a*d = 128 = 2h
+    const nlohmann::json config = {{"model_type", "qwen3"},      {"vocab_size", 100},   {"hidden_size", h},
+                                   {"intermediate_size", 96},    {"num_hidden_layers", 2}, {"num_attention_heads", a},
+                                   {"num_key_value_heads", g},   {"head_dim", d},       {"torch_dtype", "float32"}};
+    const PlanModel model = planModelFromConfig(config, "qwen3");
+    const FlatTree flat = flatten(model.tree);
+    PlanSettings settings;
+    settings.train = TrainMode::Full;
+    settings.batchSize = b;
+    settings.sequenceLength = s;
+    const NodeCosts costs = computeCosts(flat, model, settings, 4, noSplitFlags(flat, model.tree.noSplitClasses));
+    const int64_t B = b * s, e = 4;
+    // fp32 input, its square, the normalized output (the weight trains), rstd per head.
+    EXPECT_EQ(costs.saved[flat.find("model.layers.1.self_attn.q_norm")], (8 + e) * B * a * d + 4 * B * a);
+    EXPECT_EQ(costs.saved[flat.find("model.layers.1.self_attn.k_norm")], (8 + e) * B * g * d + 4 * B * g);
+    EXPECT_EQ(costs.saved[flat.find("model.layers.1.input_layernorm")], (8 + e) * B * h + 4 * B);
+    // LoRA's default targets are the LLaMA family's.
+    EXPECT_EQ(defaultLoraTargets("qwen3"), (std::vector<std::string>{"q_proj", "v_proj"}));
 }
 
 // Dragging a layer: the breakdown and lint follow at once; moving it back restores the plan's sums.
