@@ -217,13 +217,14 @@ TEST(DeviceMapJson, PythonSnippetAvoidsThePitfalls)
     const std::string py = pythonSnippet(plan, "/models/tiny");
     const std::string code = withoutComments(py, true);
     EXPECT_EQ(pitfallsIn(py), "") << py;
-    EXPECT_TRUE(anyCallPasses(code, "from_pretrained", "device_map")) << py;
-    EXPECT_TRUE(anyCallPasses(code, "from_pretrained", "max_memory")) << py;
+    // The model loads once, with the plan's map and budgets (named constants at the top of the script).
+    EXPECT_TRUE(anyCallPasses(code, "from_pretrained", "DEVICE_MAP")) << py;
+    EXPECT_TRUE(anyCallPasses(code, "from_pretrained", "MAX_MEMORY")) << py;
     EXPECT_NE(py.find("\"/models/tiny\""), std::string::npos) << py;
+    // AdamW over the trainable parameters only, and those are the ones that require a gradient.
     const auto optimizers = callsOf(code, "AdamW");
     ASSERT_EQ(optimizers.size(), 1u) << py;
     ASSERT_FALSE(optimizers[0].empty()) << py;
-    EXPECT_TRUE(optimizers[0][0].find("requires_grad") != std::string::npos
-                || optimizers[0][0].find("trainable_parameters") != std::string::npos)
-        << "the optimizer's parameters: " << py;
+    EXPECT_EQ(optimizers[0][0], "trainable_parameters(model)") << py;
+    EXPECT_NE(code.find("if p.requires_grad"), std::string::npos) << py;
 }
