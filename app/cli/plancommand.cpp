@@ -181,6 +181,8 @@ public:
                               "the maps equal Accelerate's on the model loaded that way (default: each tensor as stored)");
         m_command->add_option("--train", m_train, "none (default) | lora | full");
         m_command->add_option("--lora-r", m_settings.loraRank, "LoRA rank (default 8)");
+        m_command->add_option("--lora-alpha", m_settings.loraAlpha,
+                              "LoRA alpha for the exported script (default 16, as train; no effect on memory)");
         m_command->add_option("--lora-targets", m_loraTargets, "Modules LoRA adapts, e.g. q_proj,v_proj");
         m_command->add_option("--lora-dropout", m_settings.loraDropout,
                               "LoRA dropout (default 0.05, as train): above 0 each adapted layer keeps its dropped input");
@@ -268,7 +270,7 @@ public:
                 Plan imported = importDeviceMap(document, m_import, devices, settings);
                 imported.modelType = planner.model().tree.modelType;
                 applyOverhead(imported.devices);
-                imported.warnings = planner.model().warnings;
+                imported.warnings = planner.modelWarnings(settings);
                 plan = planner.revalidate(imported);
             } else {
                 plan = planner.plan(devices, settings);

@@ -23,8 +23,19 @@ void JobControl::setPaused(bool paused)
 bool JobControl::waitWhilePaused()
 {
     std::unique_lock lock(m_mutex);
-    m_wake.wait(lock, [this] { return !m_paused.load() || m_cancel.load(); });
+    if (m_paused.load() && !m_cancel.load()) {
+        ++m_held;
+        m_wake.notify_all(); // a waitUntilHeld
+        m_wake.wait(lock, [this] { return !m_paused.load() || m_cancel.load(); });
+        --m_held;
+    }
     return !m_cancel.load();
+}
+
+bool JobControl::waitUntilHeld(std::chrono::milliseconds timeout)
+{
+    std::unique_lock lock(m_mutex);
+    return m_wake.wait_for(lock, timeout, [this] { return m_held > 0; });
 }
 
 void JobControl::reset()

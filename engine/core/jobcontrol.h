@@ -21,6 +21,10 @@ public:
 
     /// Blocks while paused. Returns false when cancel was requested (before or during the pause).
     bool waitWhilePaused();
+    /// Blocks until the job is held in waitWhilePaused, or `timeout` has passed; returns whether it is
+    /// held. Tells the controller that a pause took effect, not only that it was asked for (tests use it
+    /// to check that a paused loop really stops, without guessing how long a step takes).
+    bool waitUntilHeld(std::chrono::milliseconds timeout);
 
     /// Clears both flags, for reuse by the next job.
     void reset();
@@ -28,6 +32,7 @@ public:
 private:
     std::atomic<bool> m_cancel{false};
     std::atomic<bool> m_paused{false};
+    int m_held = 0; ///< threads waiting in waitWhilePaused; guarded by m_mutex
     std::mutex m_mutex;
     std::condition_variable m_wake;
 };

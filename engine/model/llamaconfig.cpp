@@ -61,12 +61,85 @@ void refuseTrue(const json &object, const char *key, const std::string &source, 
         throw fieldError(source, key, "is true: " + why + " is not supported yet");
 }
 
-bool isSupportedType(const std::string &modelType)
+// The LLaMA-family architectures and what each declares differently; the model, the module tree and the
+// planner read these through LlamaConfig instead of testing model_type names.
+struct FamilyMember {
+    const char *modelType;
+    const char *classPrefix;   // transformers' class names: <prefix>ForCausalLM, <prefix>Attention, ...
+    bool alwaysQkvBias;        // q/k/v biases whatever attention_bias says (qwen2)
+    bool attentionBiasKey;     // the config class has attention_bias (biases on q, k, v and o)
+    bool qkNorm;               // per-head RMSNorm of q and k before rotary (qwen3)
+};
+
+constexpr FamilyMember kFamily[] = {
+    {"llama", "Llama", false, true, false},
+    {"mistral", "Mistral", false, false, false},
+    {"qwen2", "Qwen2", true, false, false},
+    {"qwen3", "Qwen3", false, true, true},
+};
+
+const FamilyMember *familyMember(const std::string &modelType)
 {
-    return modelType == "llama" || modelType == "mistral" || modelType == "qwen2";
+    for (const FamilyMember &member : kFamily) {
+        if (modelType == member.modelType)
+            return &member;
+    }
+    return nullptr;
 }
 
-// The defaults of transformers' LlamaConfig, MistralConfig and Qwen2Config for keys a config.json omits.
+// The default (empty model_type) is llama, as the reader's.
+const FamilyMember &memberOf(const std::string &modelType)
+{
+    const FamilyMember *member = familyMember(modelType.empty() ? std::string("llama") : modelType);
+    return member ? *member : kFamily[0];
+}
+
+// Qwen3Config makes layers max_window_layers.. sliding-window layers when use_sliding_window is true, or
+// names each layer's kind in layer_types; only full attention is implemented, so either is refused
+// where it would make a layer slide (a use_sliding_window that reaches no layer changes nothing).
+void refuseQwen3SlidingLayers(const json &object, int64_t layers, const std::string &source)
+{
+    if (const auto it = object.find("layer_types"); it != object.end() && !it->is_null()) {
+        if (!it->is_array())
+            throw fieldError(source, "layer_types", "must be a list of strings, got " + describe(*it));
+        for (const json &kind : *it) {
+            if (kind != "full_attention") {
+                throw fieldError(source, "layer_types",
+                                 "holds " + kind.dump() + ": only \"full_attention\" layers are supported (Qwen3's "
+                                                          "sliding-window layers are not supported yet)");
+            }
+        }
+        return;
+    }
+    bool useSlidingWindow = false;
+    readBool(object, "use_sliding_window", useSlidingWindow, source);
+    int64_t maxWindowLayers = 28; // Qwen3Config's default
+    readInt(object, "max_window_layers", maxWindowLayers, source, true);
+    const auto window = object.find("sliding_window");
+    const bool hasWindow = window == object.end() || !window->is_null(); // the class default is 4096
+    if (useSlidingWindow && hasWindow && maxWindowLayers < layers) {
+        throw fieldError(source, "use_sliding_window",
+                         "is true: Qwen3's sliding-window attention layers (layers " + std::to_string(maxWindowLayers)
+                             + " and above, from max_window_layers) are not supported yet");
+    }
+}
+
+bool isSupportedType(const std::string &modelType)
+{
+    return familyMember(modelType) != nullptr;
+}
+
+// "llama, mistral, qwen2, qwen3", for messages.
+std::string supportedList()
+{
+    std::string list;
+    for (const FamilyMember &member : kFamily)
+        list += std::string(list.empty() ? "" : ", ") + member.modelType;
+    return list;
+}
+
+// The defaults of transformers' LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config for keys a
+// config.json omits.
 LlamaConfig classDefaults(const std::string &modelType)
 {
     LlamaConfig config;
@@ -76,13 +149,16 @@ LlamaConfig classDefaults(const std::string &modelType)
         config.numKeyValueHeads = 8;
         config.maxPositionEmbeddings = 4096 * 32;
         config.slidingWindow = 4096;
-    } else if (modelType == "qwen2") {
+    } else if (modelType == "qwen2" || modelType == "qwen3") {
         config.vocabSize = 151936;
         config.intermediateSize = 22016;
         config.maxPositionEmbeddings = 32768;
         config.bosTokenId = -1;
         config.eosTokenId = -1;
     }
+    // Qwen3Config's head_dim defaults to 128, not hidden_size / num_attention_heads.
+    if (modelType == "qwen3")
+        config.headDim = 128;
     return config;
 }
 
@@ -162,21 +238,27 @@ int64_t LlamaConfig::effectiveHeadDim() const
 
 bool LlamaConfig::hasQkvBias() const
 {
-    return modelType == "qwen2" || attentionBias;
+    return memberOf(modelType).alwaysQkvBias || attentionBias;
 }
 
 bool LlamaConfig::hasOutputBias() const
 {
-    return modelType != "qwen2" && attentionBias;
+    return !memberOf(modelType).alwaysQkvBias && attentionBias;
+}
+
+bool LlamaConfig::hasQkNorm() const
+{
+    return memberOf(modelType).qkNorm;
 }
 
 std::string LlamaConfig::className(const std::string &suffix) const
 {
-    if (modelType == "mistral")
-        return "Mistral" + suffix;
-    if (modelType == "qwen2")
-        return "Qwen2" + suffix;
-    return "Llama" + suffix;
+    return memberOf(modelType).classPrefix + suffix;
+}
+
+bool isLlamaFamily(const std::string &modelType)
+{
+    return isSupportedType(modelType);
 }
 
 int64_t LlamaConfig::parameterCount() const
@@ -187,7 +269,7 @@ int64_t LlamaConfig::parameterCount() const
     const int64_t attention = hiddenSize * qWidth + 2 * hiddenSize * kvWidth + qWidth * hiddenSize
         + (hasQkvBias() ? qWidth + 2 * kvWidth : 0) + (hasOutputBias() ? hiddenSize : 0);
     const int64_t mlp = 3 * hiddenSize * intermediateSize + (mlpBias ? 2 * intermediateSize + hiddenSize : 0);
-    const int64_t norms = 2 * hiddenSize;
+    const int64_t norms = 2 * hiddenSize + (hasQkNorm() ? 2 * head : 0);
     const int64_t embeddings = vocabSize * hiddenSize;
     return embeddings + numHiddenLayers * (attention + mlp + norms) + hiddenSize
         + (tieWordEmbeddings ? 0 : embeddings);
@@ -197,13 +279,15 @@ void LlamaConfig::validate(const std::string &source) const
 {
     if (!modelType.empty() && !isSupportedType(modelType)) {
         throw fieldError(source, "model_type",
-                         "is \"" + modelType + "\": " + modelType + " is not supported yet (supported: llama, mistral, qwen2)");
+                         "is \"" + modelType + "\": " + modelType + " is not supported yet (supported: "
+                             + supportedList() + ")");
     }
     if (mlpBias && !modelType.empty() && modelType != "llama")
         throw fieldError(source, "mlp_bias", "is true: " + className("MLP") + " has no mlp_bias option (only llama's has)");
-    if (attentionBias && !modelType.empty() && modelType != "llama") {
+    if (attentionBias && !memberOf(modelType).attentionBiasKey) {
         throw fieldError(source, "attention_bias",
-                         "is true: " + className("Attention") + " has no attention_bias option (only llama's has)");
+                         "is true: " + className("Attention")
+                             + " has no attention_bias option (llama's and qwen3's have)");
     }
     checkRange(source, "vocab_size", vocabSize, 1, kMaxVocab);
     checkRange(source, "hidden_size", hiddenSize, 1, kMaxHidden);
@@ -288,7 +372,7 @@ LlamaConfig LlamaConfig::fromJson(const json &object, const std::string &source)
     if (!isSupportedType(modelType)) {
         throw fieldError(source, "model_type",
                          "is \"" + modelType + "\": " + modelType
-                             + " is not supported yet (supported: llama, mistral, qwen2)");
+                             + " is not supported yet (supported: " + supportedList() + ")");
     }
     LlamaConfig config = classDefaults(modelType);
 
@@ -318,9 +402,10 @@ LlamaConfig LlamaConfig::fromJson(const json &object, const std::string &source)
     readTokenId(object, "eos_token_id", config.eosTokenId, source);
     readDouble(object, "initializer_range", config.initializerRange, source);
 
-    if (modelType == "llama") {
-        readBool(object, "attention_bias", config.attentionBias, source);
+    if (modelType == "llama")
         readBool(object, "mlp_bias", config.mlpBias, source);
+    if (memberOf(modelType).attentionBiasKey) {
+        readBool(object, "attention_bias", config.attentionBias, source);
     } else if (const auto it = object.find("attention_bias"); it != object.end()) {
         // Not a key of MistralConfig / Qwen2Config: their attention layout is fixed. Refuse a contradiction.
         bool value = false;
@@ -342,6 +427,8 @@ LlamaConfig LlamaConfig::fromJson(const json &object, const std::string &source)
     }
     if (modelType == "qwen2")
         refuseTrue(object, "use_sliding_window", source, "Qwen2's sliding-window attention layers");
+    if (modelType == "qwen3")
+        refuseQwen3SlidingLayers(object, config.numHiddenLayers, source);
     if (modelType != "llama")
         refuseTrue(object, "mlp_bias", source, "a bias on the MLP projections (only llama's config has mlp_bias)");
     if (const auto it = object.find("partial_rotary_factor"); it != object.end() && !it->is_null()) {
@@ -399,12 +486,13 @@ json LlamaConfig::toJson() const
         }
         object["rope_scaling"] = rope;
     }
-    if (type == "llama") {
+    if (memberOf(type).attentionBiasKey)
         object["attention_bias"] = attentionBias;
+    if (type == "llama") {
         object["mlp_bias"] = mlpBias;
     } else if (type == "mistral") {
         object["sliding_window"] = slidingWindow > 0 ? json(slidingWindow) : json(nullptr);
-    } else if (type == "qwen2") {
+    } else if (type == "qwen2" || type == "qwen3") {
         object["use_sliding_window"] = false;
     }
     object["bos_token_id"] = bosTokenId >= 0 ? json(bosTokenId) : json(nullptr);

@@ -156,6 +156,22 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig &config)
     k_proj = register_module("k_proj", makeLinear(hidden, m_kvHeads * m_headDim, qkvBias));
     v_proj = register_module("v_proj", makeLinear(hidden, m_kvHeads * m_headDim, qkvBias));
     o_proj = register_module("o_proj", makeLinear(m_heads * m_headDim, hidden, config.hasOutputBias()));
+    if (config.hasQkNorm()) {
+        q_norm = register_module("q_norm", LlamaRmsNorm(m_headDim, config.rmsNormEps));
+        k_norm = register_module("k_norm", LlamaRmsNorm(m_headDim, config.rmsNormEps));
+    }
+}
+
+torch::Tensor LlamaAttentionImpl::projectHeads(const char *name, torch::nn::Linear &proj, LoraBranch &lora,
+                                               const char *normName, LlamaRmsNorm &norm, const torch::Tensor &x,
+                                               int64_t heads)
+{
+    const torch::Tensor split = inScope(name, [&] { return linearWithLora(proj, lora, x, is_training()); })
+                                    .view({x.size(0), x.size(1), heads, m_headDim});
+    if (norm.is_empty())
+        return split;
+    // Qwen3: each head normalized over head_dim, before rotary (so rotary sees unit-RMS heads).
+    return inScope(normName, [&] { return norm(split); });
 }
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor &x, const RotaryTables &rotary, const torch::Tensor &mask,
@@ -165,11 +181,10 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor &x, const RotaryTa
     const int64_t length = x.size(1);
     const int64_t groups = m_heads / m_kvHeads;
 
-    const torch::Tensor q =
-        applyRotary(inScope("q_proj", [&] { return linearWithLora(q_proj, m_qLora, x, is_training()); }).view({batch, length, m_heads, m_headDim}), rotary);
-    const torch::Tensor k =
-        applyRotary(inScope("k_proj", [&] { return linearWithLora(k_proj, m_kLora, x, is_training()); }).view({batch, length, m_kvHeads, m_headDim}), rotary);
-    const torch::Tensor v = inScope("v_proj", [&] { return linearWithLora(v_proj, m_vLora, x, is_training()); }).view({batch, length, m_kvHeads, m_headDim});
+    LlamaRmsNorm noNorm{nullptr};
+    const torch::Tensor q = applyRotary(projectHeads("q_proj", q_proj, m_qLora, "q_norm", q_norm, x, m_heads), rotary);
+    const torch::Tensor k = applyRotary(projectHeads("k_proj", k_proj, m_kLora, "k_norm", k_norm, x, m_kvHeads), rotary);
+    const torch::Tensor v = projectHeads("v_proj", v_proj, m_vLora, "", noNorm, x, m_kvHeads);
 
     // Query heads of one kv group stacked along rows: [B*kv, groups*T, D]. Head h uses kv head
     // h / groups, as transformers' repeat_kv, without materializing repeated keys and values.

@@ -1,7 +1,8 @@
 #pragma once
-// The LLaMA-architecture causal LM in libtorch, which also runs Mistral (sliding-window attention) and
-// Qwen2 (q/k/v biases) configs. Engine-internal: only torch code (the trainer, the torch tests)
-// includes this header. Parameter names and order equal Hugging Face's and moduleTreeFromConfig's.
+// The LLaMA-architecture causal LM in libtorch, which also runs Mistral (sliding-window attention),
+// Qwen2 (q/k/v biases) and Qwen3 (per-head q/k RMSNorm) configs. Engine-internal: only torch code
+// (the trainer, the torch tests) includes this header. Parameter names and order equal Hugging Face's
+// and moduleTreeFromConfig's.
 //
 // How to use:
 //   LlamaForCausalLM model(config);          // parameters named exactly as Hugging Face's
@@ -81,11 +82,12 @@ private:
 TORCH_MODULE(LlamaRmsNorm);
 
 /// Causal self-attention with rotary positions and grouped-query attention (q, k, v, o; biases on
-/// q/k/v for qwen2, on all four for llama with attention_bias).
+/// q/k/v for qwen2, on all four for llama and qwen3 with attention_bias; qwen3's per-head q/k RMSNorm).
 /// Softmax runs in float32 for half types, as transformers does.
 class LlamaAttentionImpl : public torch::nn::Module {
 public:
-    /// Registers q_proj, k_proj, v_proj, o_proj in that order.
+    /// Registers q_proj, k_proj, v_proj, o_proj in that order, then q_norm and k_norm when
+    /// config.hasQkNorm() (Qwen3Attention's order).
     explicit LlamaAttentionImpl(const LlamaConfig &config);
     /// x [B,T,H]; mask [kv groups * T, S] additive (0 / -inf) where S = past + T; `past` = (keys, values)
     /// of earlier positions for this layer, extended in place when given.
@@ -93,11 +95,17 @@ public:
                           torch::Tensor *pastKeys = nullptr, torch::Tensor *pastValues = nullptr);
 
     torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+    LlamaRmsNorm q_norm{nullptr}, k_norm{nullptr}; ///< null unless config.hasQkNorm()
 
     /// q_proj, k_proj, v_proj, o_proj as sites named prefix + local name.
     void collectLinearSites(const std::string &prefix, std::vector<LinearSite> &sites);
 
 private:
+    /// x [B,T,H] -> [B,T,heads,D]: the projection `name` with its LoRA branch, split into heads, then
+    /// normed per head by `norm` (module `normName`) unless it is null. Rotary is the caller's.
+    torch::Tensor projectHeads(const char *name, torch::nn::Linear &proj, LoraBranch &lora, const char *normName,
+                               LlamaRmsNorm &norm, const torch::Tensor &x, int64_t heads);
+
     LoraBranch m_qLora, m_kLora, m_vLora, m_oLora;
     int64_t m_heads;
     int64_t m_kvHeads;

@@ -407,6 +407,8 @@ std::vector<std::string> noSplitModuleClasses(const std::string &modelType)
         return {"MistralDecoderLayer"};
     if (modelType == "qwen2")
         return {"Qwen2DecoderLayer"};
+    if (modelType == "qwen3")
+        return {"Qwen3DecoderLayer"};
     if (modelType == "chatglm")
         return {"GLMBlock"};
     if (modelType == "gpt2")
@@ -436,6 +438,10 @@ ModuleTree llamaModuleTree(const LlamaConfig &config, const std::string &dtype)
         b.linear(attention, "k_proj", hidden, kvWidth, config.hasQkvBias());
         b.linear(attention, "v_proj", hidden, kvWidth, config.hasQkvBias());
         b.linear(attention, "o_proj", qWidth, hidden, config.hasOutputBias());
+        if (config.hasQkNorm()) { // Qwen3Attention registers q_norm and k_norm after the projections
+            b.rmsNorm(attention, "q_norm", config.effectiveHeadDim(), norm);
+            b.rmsNorm(attention, "k_norm", config.effectiveHeadDim(), norm);
+        }
         ModuleNode &mlp = b.child(layer, "mlp", config.className("MLP"));
         b.linear(mlp, "gate_proj", hidden, config.intermediateSize, config.mlpBias);
         b.linear(mlp, "up_proj", hidden, config.intermediateSize, config.mlpBias);
@@ -459,7 +465,7 @@ ModuleTree moduleTreeFromConfig(const json &config, const std::string &source)
     std::string modelType;
     readString(config, "model_type", modelType, source);
     const std::string dtype = readDtype(config, source);
-    if (modelType == "llama" || modelType == "mistral" || modelType == "qwen2")
+    if (isLlamaFamily(modelType))
         return llamaModuleTree(LlamaConfig::fromJson(config, source), dtype);
     if (modelType == "chatglm")
         return chatglmTree(config, source, dtype);
@@ -468,7 +474,7 @@ ModuleTree moduleTreeFromConfig(const json &config, const std::string &source)
     if (modelType.empty())
         throw fieldError(source, "model_type", "is missing: cannot tell the architecture");
     throw fieldError(source, "model_type",
-                     "is \"" + modelType + "\": no module tree for this architecture (supported: llama, mistral, qwen2, "
+                     "is \"" + modelType + "\": no module tree for this architecture (supported: llama, mistral, qwen2, qwen3, "
                                            "chatglm, gpt2)");
 }
 

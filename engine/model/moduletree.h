@@ -14,7 +14,7 @@
 //   tree.noSplitClasses;                            // {"LlamaDecoderLayer"}
 //   tree.tiedParameters;                            // {{"lm_head.weight", "model.embed_tokens.weight"}} if tied
 //
-// Architectures: llama, mistral, qwen2 (the engine's model runs these; names and shapes equal its
+// Architectures: llama, mistral, qwen2, qwen3 (the engine's model runs these; names and shapes equal its
 // named_parameters()), chatglm (ChatGLM-6B) and gpt2 (planning only).
 
 #include <cstdint>
@@ -112,15 +112,15 @@ int64_t dtypeSize(const std::string &dtype);
 /// unknown.
 std::vector<std::string> noSplitModuleClasses(const std::string &modelType);
 
-/// The tree of a llama, mistral or qwen2 model (the engine's LlamaForCausalLM registers the same
+/// The tree of a llama, mistral, qwen2 or qwen3 model (the engine's LlamaForCausalLM registers the same
 /// parameters in the same order), in transformers' layout since 4.45: one rotary embedding at
 /// "model.rotary_emb" (a non-persistent float32 inv_freq of head_dim / 2), after "model.norm". The
 /// engine's model computes its rotary tables where each layer runs, so that module has no device of
 /// its own there. `dtype` is a torch dtype name.
 ModuleTree llamaModuleTree(const LlamaConfig &config, const std::string &dtype);
 
-/// Builds the tree of a config.json object, dispatching on model_type (llama, mistral, qwen2, chatglm,
-/// gpt2). Throws Error(InvalidInput) naming `source` and the field for an unknown model_type, a bad
+/// Builds the tree of a config.json object, dispatching on model_type (llama, mistral, qwen2, qwen3,
+/// chatglm, gpt2). Throws Error(InvalidInput) naming `source` and the field for an unknown model_type, a bad
 /// value or a feature that changes the parameters and is not supported.
 ModuleTree moduleTreeFromConfig(const nlohmann::json &config, const std::string &source);
 

@@ -28,8 +28,25 @@ nlohmann::ordered_json planJson(const Plan &plan);
 Plan importDeviceMap(const nlohmann::ordered_json &document, const std::string &source, std::vector<DeviceSpec> devices,
                      const PlanSettings &settings);
 
-/// A short Python script: loads `modelPath` with this map and max_memory, builds AdamW over trainable
-/// parameters only, clips gradients across devices with Accelerate, and never re-dispatches the model.
+/// How transformers loads a model: its Auto class and whether the checkpoint's own code may run.
+struct PythonLoader {
+    std::string autoClass = "AutoModelForCausalLM";
+    bool trustRemoteCode = false;
+};
+
+/// ChatGLM: AutoModel with trust_remote_code (its README's way). Another config with auto_map (remote
+/// code): trusted, through AutoModelForCausalLM when auto_map names it, else AutoModel when it does.
+/// Otherwise (llama, mistral, qwen2, gpt2, ...): AutoModelForCausalLM.
+PythonLoader pythonLoader(const std::string &modelType, const std::vector<std::string> &remoteCodeClasses);
+
+/// The folder from_pretrained loads: `modelPath`, or its parent when it names a .json file (config.json).
+std::string modelFolder(const std::string &modelPath);
+
+/// A Python script that runs as written: loads the folder of `modelPath` with the plan's device map,
+/// max_memory and dtype (the right Auto class, trust_remote_code where needed), adds the plan's LoRA
+/// adapters through PEFT, builds AdamW over trainable parameters only, clips gradients across devices,
+/// computes the loss with the labels on the logits' device, never re-dispatches the model, and runs one
+/// step on a sample sentence. A weights-only plan loads and predicts instead.
 std::string pythonSnippet(const Plan &plan, const std::string &modelPath);
 
 } // namespace engine::plan

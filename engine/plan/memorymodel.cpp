@@ -22,6 +22,8 @@
 //       normed (fp16 after .to()), kept by weight*normed for the weight grad  e*B*h   (full only)
 //       rstd                                                                  4*B
 //   q/k/v_proj: their shared input (the norm's output)                       e*B*h   (full only)
+//   Qwen3's q_norm and k_norm (per head, over d, in fp32) keep as a norm does, over q's a*d and k's g*d
+//       elements per token, with a and g rstd values                        (8+e)*B*a*d + 4*B*a, k alike
 //   RoPE: q*cos + rotate_half(q)*sin keeps only cos/sin (no grad)             0
 //   q@k^T (baddbmm over query heads grouped per kv head) keeps q and k:      e*B*h + e*B*g*d
 //       k and v stay at g heads (the engine groups the query heads instead of repeating k/v; Hugging
@@ -48,6 +50,13 @@
 //       so this is an upper bound there), each Linear its own, + A's output 4*B*r.
 // GPT-style blocks (gpt2, ChatGLM-6B): LayerNorm keeps its input e*B*h (+ 8*B mean/rstd), the fused
 // qkv output 3*e*B*h, the softmax 4*S (+ e*S), GELU its input e*B*f, trained Linears their input.
+// Generic blocks (a model planned from its tensor names, genericmodel.cpp): the leaves' roles are unknown, so each
+// block is charged whole from the config's sizes as a pre-norm layer (genericBlockSavedBytes): norms
+// 2*(e*B*h + 8*B); attention e*B*h (q) + 2*e*B*g*d (k, v) + (4 + e')*S (softmax); MLP e*B*f (the activation's
+// input; 3*e*B*f when gated, as LLaMA's silu and mul keep); in full training also the inputs of the q/k/v,
+// output, up and down projections (3*e*B*h + e*B*f). No fp32 norms, no dropout masks: 0.78-1.24x the llama, gpt2
+// and ChatGLM formulas above on tiny models (test_planheaders.cpp). Without hidden size or head count the blocks
+// count nothing, and the plan says which key is missing.
 // Gradient checkpointing (per decoder layer, engine/model/checkpointedlayer.cpp): each layer keeps only
 // its input e*B*h; during its backward the layer's full set is rebuilt (`recompute`) on top, less the
 // input the norm would keep in fp32 (the kept input itself when e = 4).
@@ -71,15 +80,16 @@ namespace {
 
 enum class Role { Other, Norm, Q, K, V, Qkv, AttnOut, Gate, Up, Down, MlpIn, MlpOut, FinalNorm, Head, Embedding };
 
-Role roleOf(const FlatTree &t, int node, const std::string &family, bool insideBlock)
+Role roleOf(const FlatTree &t, int node, const ArchInfo &arch, bool insideBlock)
 {
     const FlatNode &n = t.nodes[node];
     const std::string &local = n.localName;
     const std::string parent = n.parent >= 0 ? t.nodes[n.parent].localName : "";
+    const std::string &family = arch.family;
     if (n.className == "Embedding")
         return Role::Embedding;
     if (!insideBlock) {
-        if (local == "lm_head")
+        if (local == "lm_head" || (family == "generic" && !n.isParam && n.name == arch.outputHead))
             return Role::Head;
         if (local == "norm" || local == "ln_f" || local == "final_layernorm")
             return Role::FinalNorm;
@@ -104,6 +114,22 @@ Role roleOf(const FlatTree &t, int node, const std::string &family, bool insideB
     return Role::Other;
 }
 
+// What an RMSNorm of a LLaMA-family block normalizes per token: the hidden state (one row of h), or for
+// Qwen3's q_norm / k_norm every head of q (a rows of d) or of k (g rows of d).
+struct NormWidth {
+    int64_t elements;
+    int64_t rows;
+};
+
+NormWidth normWidth(const std::string &localName, const ArchInfo &arch)
+{
+    if (localName == "q_norm")
+        return {arch.heads * arch.headDim, arch.heads};
+    if (localName == "k_norm")
+        return {arch.kvHeads * arch.headDim, arch.kvHeads};
+    return {arch.hidden, 1};
+}
+
 // [out, in] of a Linear/Conv1D-like module's weight (Conv1D stores [in, out]).
 void linearShape(const FlatTree &t, int node, int64_t &out, int64_t &in)
 {
@@ -118,7 +144,29 @@ void linearShape(const FlatTree &t, int node, int64_t &out, int64_t &in)
     }
 }
 
+// Family "generic" (a model planned from its tensor names): the leaves' roles are unknown, so each block is
+// charged as a whole (genericBlockSavedBytes); only LoRA's per-adapter inputs stay on the leaves.
+bool genericBlocks(const ArchInfo &arch)
+{
+    return arch.family == "generic";
+}
+
 } // namespace
+
+int64_t genericBlockSavedBytes(const ArchInfo &arch, int64_t b, int64_t s, int64_t e, bool full)
+{
+    if (arch.hidden <= 0 || arch.heads <= 0)
+        return 0;
+    const int64_t B = b * s, S = b * arch.heads * s * s;
+    const int64_t h = arch.hidden, f = arch.intermediate, kv = arch.kvHeads * arch.headDim;
+    const int64_t trainedInput = full ? e : 0; // a Linear keeps its input only when its weight is trained
+    const int64_t norms = 2 * (e * B * h + 8 * B);
+    const int64_t attention = trainedInput * B * h /*q/k/v input*/ + e * B * h /*q*/ + 2 * e * B * kv /*k, v*/
+        + (4 + (e != 4 ? e : 0)) * S /*softmax*/ + trainedInput * B * h /*output projection input*/;
+    const int64_t mlp = trainedInput * B * h /*up input*/ + (arch.gatedMlp ? 3 : 1) * e * B * f /*activation (x up)*/
+        + trainedInput * B * f /*down input*/;
+    return norms + attention + mlp;
+}
 
 int64_t llamaBlockSavedBytes(int64_t b, int64_t s, int64_t h, int64_t a, int64_t g, int64_t f, int64_t e)
 {
@@ -259,7 +307,7 @@ NodeCosts computeCosts(const FlatTree &t, const PlanModel &model, const PlanSett
                 continue;
             const int node = static_cast<int>(i);
             const int blk = blockOf[i];
-            const Role role = roleOf(t, node, family, blk >= 0);
+            const Role role = roleOf(t, node, arch, blk >= 0);
             int64_t out = 0, in = 0;
             linearShape(t, node, out, in);
             int64_t saved = 0;
@@ -267,9 +315,10 @@ NodeCosts computeCosts(const FlatTree &t, const PlanModel &model, const PlanSett
             switch (role) {
             case Role::Norm:
             case Role::FinalNorm:
-                if (family == "llama") // fp32 input, its square (kept by mean), normed (weight grad), rstd
-                    saved = 4 * B * h + 4 * B * h + (full ? e * B * h : 0) + 4 * B;
-                else
+                if (family == "llama") { // fp32 input, its square (kept by mean), normed (weight grad), rstd
+                    const NormWidth w = normWidth(n.localName, arch);
+                    saved = 4 * B * w.elements + 4 * B * w.elements + (full ? e * B * w.elements : 0) + 4 * B * w.rows;
+                } else
                     saved = e * B * h + 8 * B;
                 if (role == Role::FinalNorm && full)
                     saved += e * B * h; // the head's input
@@ -290,6 +339,8 @@ NodeCosts computeCosts(const FlatTree &t, const PlanModel &model, const PlanSett
                 break;
             case Role::Embedding: break;
             case Role::Other:
+                if (genericBlocks(arch) && blk >= 0)
+                    break; // charged on the block
                 if (out > 0 && blk >= 0)
                     saved = (full ? e * B * in : 0) + e * B * out;
                 else if (out == 0 && blk >= 0 && !t.nodes[i].items.empty())
@@ -313,7 +364,14 @@ NodeCosts computeCosts(const FlatTree &t, const PlanModel &model, const PlanSett
             int64_t full_set = 0;
             for (int j = static_cast<int>(i); j < t.nodes[i].end; ++j)
                 full_set += c.saved[j];
-            c.working[i] = std::max((8 + (e != 4 ? e : 0)) * S, 2 * e * B * f) + 4 * e * B * h;
+            if (genericBlocks(arch)) {
+                const int64_t whole = genericBlockSavedBytes(arch, settings.batchSize, settings.sequenceLength, e, full);
+                c.saved[i] += whole;
+                full_set += whole;
+            }
+            // Sizes unknown (a generic model without them): no working set either.
+            const bool sized = h > 0;
+            c.working[i] = sized ? std::max((8 + (e != 4 ? e : 0)) * S, 2 * e * B * f) + 4 * e * B * h : 0;
             if (settings.checkpointing) {
                 for (int j = static_cast<int>(i); j < t.nodes[i].end; ++j)
                     c.saved[j] = 0;

@@ -42,6 +42,12 @@ struct NodeCosts {
 NodeCosts computeCosts(const FlatTree &tree, const PlanModel &model, const PlanSettings &settings,
                        int64_t weightBytes, const std::vector<char> &noSplit);
 
+/// Bytes one block of a model planned from its tensor names (family "generic") saves for backward without
+/// checkpointing, from the config's sizes: a pre-norm transformer layer (two norms, attention with
+/// arch.kvHeads key/value heads, an MLP of arch.intermediate, gated when arch.gatedMlp); `full` when its
+/// Linears are trained. 0 when arch has no hidden size or head count (the activations are then not counted).
+int64_t genericBlockSavedBytes(const ArchInfo &arch, int64_t b, int64_t s, int64_t e, bool full);
+
 /// Bytes one LLaMA block saves for backward without checkpointing (see memorymodel.cpp), for docs and tests:
 /// b sequences of s tokens, hidden h, a heads, g key/value heads, intermediate f, activation element size e,
 /// full training.

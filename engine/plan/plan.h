@@ -73,6 +73,7 @@ struct Plan {
     std::vector<DeviceSpec> devices;    ///< as planned (disk appended when missing)
     PlanSettings settings;
     std::string modelType;
+    std::vector<std::string> remoteCodeClasses; ///< PlanModel::remoteCodeClasses (auto_map keys)
     std::vector<std::string> noSplit;   ///< the classes used
     std::vector<Placement> deviceMap;   ///< in module order
     std::vector<DeviceUsage> usage;     ///< one per device, same order as `devices`

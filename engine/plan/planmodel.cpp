@@ -4,9 +4,9 @@
 #include "engine/io/safetensorsheader.h"
 #include "engine/io/shardindex.h"
 #include "engine/model/configfields.h"
+#include "engine/model/llamaconfig.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <set>
 
@@ -43,7 +43,7 @@ ArchInfo archInfo(const model::ModuleTree &tree, const json &config)
         }
         return {};
     };
-    if (tree.modelType == "llama" || tree.modelType == "mistral" || tree.modelType == "qwen2") {
+    if (model::isLlamaFamily(tree.modelType)) {
         a.family = "llama";
         const auto embed = shapeOf("model.embed_tokens.weight");
         a.vocab = embed.size() == 2 ? embed[0] : 0;
@@ -73,26 +73,17 @@ ArchInfo archInfo(const model::ModuleTree &tree, const json &config)
 }
 
 // Generic shapes for a tree built from tensor names: the widest 2-D weight's smaller side as hidden.
-ArchInfo genericArch(const model::ModuleTree &tree, const json &config)
+// A model whose code ships with its checkpoint names its classes in auto_map; transformers then needs
+// trust_remote_code=True whatever its model_type.
+std::vector<std::string> autoMapClasses(const json &config)
 {
-    ArchInfo a;
-    a.family = "generic";
-    for (const model::NamedParameter &p : tree.namedParameters(true)) {
-        if (p.info.shape.size() == 2) {
-            const int64_t lo = std::min(p.info.shape[0], p.info.shape[1]);
-            const int64_t hi = std::max(p.info.shape[0], p.info.shape[1]);
-            if (hi > a.vocab) {
-                a.vocab = hi;
-                a.hidden = lo;
-            }
-        }
+    std::vector<std::string> out;
+    const auto it = config.find("auto_map");
+    if (it != config.end() && it->is_object()) {
+        for (const auto &[key, value] : it->items())
+            out.push_back(key);
     }
-    a.hidden = intField(config, {"hidden_size", "n_embd", "d_model"}, a.hidden);
-    a.heads = intField(config, {"num_attention_heads", "n_head", "num_heads"}, std::max<int64_t>(1, a.hidden / 128));
-    a.kvHeads = a.heads;
-    a.headDim = a.hidden / std::max<int64_t>(a.heads, 1);
-    a.intermediate = intField(config, {"intermediate_size", "n_inner", "ffn_dim"}, 4 * a.hidden);
-    return a;
+    return out;
 }
 
 bool hasSafetensors(const fs::path &folder)
@@ -102,16 +93,55 @@ bool hasSafetensors(const fs::path &folder)
         || fs::is_regular_file(folder / io::kSafetensorsIndexName, ec);
 }
 
+// Every tensor of every shard, headers only. A name in two shards counts once (the first shard's), as
+// loading would overwrite it rather than hold both.
 std::vector<io::TensorInfo> checkpointTensors(const fs::path &folder)
 {
     const io::CheckpointFiles files = io::locateCheckpoint(folder);
     std::vector<io::TensorInfo> all;
+    std::set<std::string> seen;
     for (const fs::path &shard : files.shards) {
         io::SafetensorsHeader header = io::readSafetensorsHeader(shard);
-        for (io::TensorInfo &t : header.tensors)
-            all.push_back(std::move(t));
+        for (io::TensorInfo &t : header.tensors) {
+            if (seen.insert(t.name).second)
+                all.push_back(std::move(t));
+        }
     }
     return all;
+}
+
+// model_type names an architecture tunebench builds a tree for (its errors are then about the config).
+bool hasArchitecture(const json &config)
+{
+    const auto it = config.is_object() ? config.find("model_type") : config.end();
+    if (it != config.end() && !it->is_string() && !it->is_null())
+        return true; // a bad value: let the config reader's error stand
+    return it != config.end() && it->is_string() && !model::noSplitModuleClasses(it->get<std::string>()).empty();
+}
+
+// Why the tree comes from the headers: no tree for the model_type, none given, or (a known model_type whose
+// config the tree builder refuses: ChatGLM2 under "chatglm", a quantized ChatGLM) the builder's own error.
+std::string fallbackReason(const json &config, const std::string &source, const Error &error)
+{
+    if (hasArchitecture(config))
+        return error.what();
+    const auto it = config.is_object() ? config.find("model_type") : config.end();
+    if (it == config.end() || !it->is_string() || it->get<std::string>().empty())
+        return source + " has no model_type";
+    return source + ": model_type \"" + it->get<std::string>() + "\" has no module tree in tunebench";
+}
+
+// The fallback for a model without a tree: its safetensors headers, `why` said first.
+PlanModel planFromHeaders(const fs::path &folder, const json &config, const std::string &source, const std::string &why)
+{
+    const std::vector<io::TensorInfo> tensors = checkpointTensors(folder);
+    if (tensors.empty())
+        throw invalidInput(why + ", and the safetensors weights of " + folder.string() + " hold no tensors to plan from");
+    PlanModel out = planModelFromTensors(tensors, config, source);
+    out.remoteCodeClasses = autoMapClasses(config);
+    out.warnings.insert(out.warnings.begin(),
+                        why + ": planning from the checkpoint's tensor names (safetensors headers only, no weights read)");
+    return out;
 }
 
 void overlayDtypes(model::ModuleNode &node, const std::map<std::string, const io::TensorInfo *> &byName,
@@ -140,39 +170,6 @@ void overlayDtypes(model::ModuleNode &node, const std::map<std::string, const io
         overlayDtypes(child, byName, warnings, shapeMismatches);
 }
 
-// Natural order: digit runs compare as numbers ("layers.2" < "layers.10").
-bool naturalLess(const std::string &a, const std::string &b)
-{
-    size_t i = 0, j = 0;
-    while (i < a.size() && j < b.size()) {
-        if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
-            size_t ie = i, je = j;
-            while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie])))
-                ++ie;
-            while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je])))
-                ++je;
-            const std::string na = a.substr(i, ie - i), nb = b.substr(j, je - j);
-            if (na.size() != nb.size())
-                return na.size() < nb.size();
-            if (na != nb)
-                return na < nb;
-            i = ie;
-            j = je;
-        } else {
-            if (a[i] != b[j])
-                return a[i] < b[j];
-            ++i;
-            ++j;
-        }
-    }
-    return a.size() - i < b.size() - j;
-}
-
-bool isNumber(const std::string &s)
-{
-    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-}
-
 } // namespace
 
 std::string torchDtypeName(const std::string &n)
@@ -186,105 +183,42 @@ std::string torchDtypeName(const std::string &n)
     return it == names.end() ? "int8" : it->second;
 }
 
-model::ModuleTree moduleTreeFromTensors(const std::vector<io::TensorInfo> &tensors)
-{
-    std::vector<const io::TensorInfo *> order;
-    for (const io::TensorInfo &t : tensors)
-        order.push_back(&t);
-    const auto isHead = [](const std::string &name) {
-        const std::string top = name.substr(0, name.find('.'));
-        return top == "lm_head" || top == "head" || top == "output" || top == "embed_out";
-    };
-    std::sort(order.begin(), order.end(), [&](const io::TensorInfo *a, const io::TensorInfo *b) {
-        if (isHead(a->name) != isHead(b->name))
-            return !isHead(a->name);
-        return naturalLess(a->name, b->name);
-    });
-    model::ModuleTree tree;
-    tree.modelType = "unknown";
-    tree.root.className = "PreTrainedModel";
-    std::map<std::string, int> dtypeVotes;
-    bool anyBlock = false;
-    for (const io::TensorInfo *t : order) {
-        model::ModuleNode *node = &tree.root;
-        std::string prefix;
-        size_t start = 0;
-        std::string local;
-        while (true) {
-            const size_t dot = t->name.find('.', start);
-            if (dot == std::string::npos) {
-                local = t->name.substr(start);
-                break;
-            }
-            const std::string part = t->name.substr(start, dot - start);
-            prefix = prefix.empty() ? part : prefix + "." + part;
-            start = dot + 1;
-            model::ModuleNode *next = nullptr;
-            for (model::ModuleNode &c : node->children) {
-                if (c.name == prefix)
-                    next = &c;
-            }
-            if (!next) {
-                const bool block = isNumber(part);
-                anyBlock = anyBlock || block;
-                if (block)
-                    node->className = "ModuleList";
-                node->children.push_back({prefix, block ? "Block" : "Module", {}, {}, block});
-                next = &node->children.back();
-            }
-            node = next;
-        }
-        const std::string dtype = torchDtypeName(std::string(io::dtypeName(t->dtype)));
-        ++dtypeVotes[dtype];
-        node->parameters.push_back({local, std::vector<int64_t>(t->shape.begin(), t->shape.end()), dtype, {}});
-    }
-    tree.dtype = "float32";
-    int best = 0;
-    for (const auto &[dtype, votes] : dtypeVotes) {
-        if (votes > best && model::dtypeSize(dtype) > 0) {
-            best = votes;
-            tree.dtype = dtype;
-        }
-    }
-    if (anyBlock)
-        tree.noSplitClasses = {"Block"};
-    return tree;
-}
-
 PlanModel planModelFromConfig(const json &config, const std::string &source)
 {
     PlanModel out;
     out.tree = model::moduleTreeFromConfig(config, source);
     out.arch = archInfo(out.tree, config);
+    out.remoteCodeClasses = autoMapClasses(config);
     return out;
 }
 
 PlanModel planModelFromPath(const fs::path &path)
 {
+    std::error_code ec;
+    const bool isFolder = fs::is_directory(path, ec);
+    const fs::path folder = isFolder ? path : path.parent_path();
+    const bool weights = isFolder && hasSafetensors(folder);
+    if (isFolder && !fs::exists(path / "config.json", ec)) {
+        if (!weights)
+            throw invalidInput(folder.string() + " has neither a config.json nor safetensors weights ("
+                               + io::kSafetensorsWeightsName + " or " + io::kSafetensorsIndexName + ")");
+        return planFromHeaders(folder, json(), (folder / "config.json").string(),
+                               folder.string() + " has no config.json");
+    }
     std::string source;
     const json config = model::configfields::readConfigFile(path, source);
-    std::error_code ec;
-    const fs::path folder = fs::is_directory(path, ec) ? path : path.parent_path();
-    const bool weights = fs::is_directory(path, ec) && hasSafetensors(folder);
     PlanModel out;
     try {
         out = planModelFromConfig(config, source);
     } catch (const Error &error) {
-        const std::string message = error.what();
-        const bool unknownType = message.find("no module tree for this architecture") != std::string::npos;
-        if (!unknownType)
+        if (!weights && hasArchitecture(config))
             throw;
         if (!weights)
-            throw invalidInput(message + ", and " + folder.string()
+            throw invalidInput(std::string(error.what()) + ", and " + folder.string()
                                + " has no safetensors weights whose tensor names could stand in for it");
-        out.tree = moduleTreeFromTensors(checkpointTensors(folder));
-        std::string type = config.value("model_type", std::string("unknown"));
-        out.tree.modelType = type;
-        out.arch = genericArch(out.tree, config);
-        out.warnings.push_back(source + ": model_type \"" + type
-                               + "\" has no module tree; planning from the checkpoint's tensor names (registration "
-                                 "order guessed; numbered layers kept whole as \"Block\")");
-        return out;
+        if (error.kind() != ErrorKind::InvalidInput)
+            throw;
+        return planFromHeaders(folder, config, source, fallbackReason(config, source, error));
     }
     if (weights) {
         const std::vector<io::TensorInfo> tensors = checkpointTensors(folder);

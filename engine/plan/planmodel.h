@@ -30,6 +30,8 @@ struct ArchInfo {
     int64_t intermediate = 0;
     int64_t vocab = 0;
     int64_t layers = 0;
+    bool gatedMlp = false;    ///< "generic": three intermediate-wide projections per block (SwiGLU-like)
+    std::string outputHead;   ///< "generic": the module whose output is the logits ("" = none found)
 };
 
 /// A module tree plus what planning needs besides it.
@@ -37,19 +39,36 @@ struct PlanModel {
     model::ModuleTree tree;
     ArchInfo arch;
     std::vector<std::string> warnings;
+    /// config.json's auto_map keys ("AutoConfig", "AutoModel", ...): the model's code ships with its
+    /// checkpoint, so transformers loads it only with trust_remote_code=True.
+    std::vector<std::string> remoteCodeClasses;
+    /// What the activation estimate assumes or leaves out; the planner adds these to training plans only.
+    std::vector<std::string> activationWarnings;
 };
 
 /// Builds the plan model of a config object (no weights).
 PlanModel planModelFromConfig(const nlohmann::json &config, const std::string &source);
 
 /// Reads a model folder or a config.json. A folder with safetensors weights gives each parameter its
-/// checkpoint dtype. An unknown model_type falls back to the checkpoint's tensor names (with a
-/// warning); without weights to fall back to, it throws Error(InvalidInput) naming the field.
+/// checkpoint dtype. Where config.json gives no tree (no config.json, no or an unknown model_type, a config
+/// the tree builder refuses) a folder with weights is planned from its headers (planModelFromTensors), the
+/// first warning saying why; without weights it throws Error(InvalidInput) naming the file and field. A
+/// missing shard or a corrupt header throws the reader's error, which names the file.
 PlanModel planModelFromPath(const std::filesystem::path &path);
 
-/// A tree from tensor names alone: dotted prefixes become modules, numbered children of a list become
-/// no-split "Block"s, names in natural order with a top-level head (lm_head, ...) last.
+/// A tree from tensor names alone (tensortree.cpp): dotted prefixes become modules, numbered children of a
+/// list become no-split "Block"s; siblings ordered embeddings, numbered lists, the rest, a top-level head
+/// (lm_head, ...) last. Throws Error(InvalidInput) naming a tensor whose name does not nest ("a" and "a.b").
 model::ModuleTree moduleTreeFromTensors(const std::vector<io::TensorInfo> &tensors);
+
+/// Plans a model tunebench has no architecture for from its checkpoint's tensors (genericmodel.cpp): the tree
+/// of moduleTreeFromTensors, a tied lm_head when the checkpoint leaves it out, family "generic" sizes from
+/// `config`'s usual keys (null when there is no config.json), and warnings saying what is estimated.
+PlanModel planModelFromTensors(const std::vector<io::TensorInfo> &tensors, const nlohmann::json &config,
+                               const std::string &source);
+
+/// lm_head, head, output, embed_out: the top-level names of a causal LM's output projection.
+bool isOutputHeadName(const std::string &topLevelName);
 
 /// The torch dtype name of a safetensors dtype name ("BF16" -> "bfloat16", "I8" -> "int8").
 std::string torchDtypeName(const std::string &safetensorsName);

@@ -317,6 +317,8 @@ void checkSettings(const PlanSettings &s)
         positive(s.loraRank, 1 << 16, "--lora-r");
     if (!(s.loraDropout >= 0 && s.loraDropout < 1))
         throw invalidInput("--lora-dropout is " + std::to_string(s.loraDropout) + ": must be at least 0 and below 1");
+    if (!(s.loraAlpha > 0))
+        throw invalidInput("--lora-alpha is " + std::to_string(s.loraAlpha) + ": must be above 0");
 }
 
 std::vector<std::pair<std::string, std::string>> Plan::placements() const
@@ -353,6 +355,14 @@ std::string Plan::deviceOf(const std::string &module) const
 
 Planner::Planner(PlanModel model) : m_model(std::move(model)), m_flat(flatten(m_model.tree)) {}
 
+std::vector<std::string> Planner::modelWarnings(const PlanSettings &settings) const
+{
+    std::vector<std::string> out = m_model.warnings;
+    if (settings.train != TrainMode::None) // what the activation estimate guessed matters to training only
+        out.insert(out.end(), m_model.activationWarnings.begin(), m_model.activationWarnings.end());
+    return out;
+}
+
 Plan Planner::plan(const std::vector<DeviceSpec> &devicesIn, const PlanSettings &settings) const
 {
     checkSettings(settings);
@@ -360,8 +370,9 @@ Plan Planner::plan(const std::vector<DeviceSpec> &devicesIn, const PlanSettings 
     Plan plan;
     plan.settings = settings;
     plan.modelType = m_model.tree.modelType;
+    plan.remoteCodeClasses = m_model.remoteCodeClasses;
     plan.noSplit = noSplitClassesFor(m_model, settings);
-    plan.warnings = m_model.warnings;
+    plan.warnings = modelWarnings(settings);
     for (const std::string &cls : plan.noSplit) {
         bool found = false;
         for (const FlatNode &n : t.nodes)
@@ -425,6 +436,15 @@ Plan Planner::revalidate(Plan plan) const
 {
     const FlatTree &t = m_flat;
     checkSettings(plan.settings);
+    plan.modelType = m_model.tree.modelType;
+    plan.remoteCodeClasses = m_model.remoteCodeClasses;
+    // An imported map arrives without the model's warnings (the Plan page's import): they lead, once.
+    std::vector<std::string> warnings;
+    for (const std::string &w : modelWarnings(plan.settings)) {
+        if (std::find(plan.warnings.begin(), plan.warnings.end(), w) == plan.warnings.end())
+            warnings.push_back(w);
+    }
+    plan.warnings.insert(plan.warnings.begin(), warnings.begin(), warnings.end());
     if (plan.noSplit.empty())
         plan.noSplit = noSplitClassesFor(m_model, plan.settings);
     plan.devices = withDisk(plan.devices);

@@ -33,6 +33,9 @@ public:
     explicit Planner(PlanModel model);
 
     const PlanModel &model() const { return m_model; }
+    /// The model's warnings for a plan with `settings`: what the tree guessed, and for training plans what the
+    /// activation estimate assumes or leaves out.
+    std::vector<std::string> modelWarnings(const PlanSettings &settings) const;
     const FlatTree &flatTree() const { return m_flat; }
 
     /// Plans `devices` (GPUs, then cpu, then disk, as parseMaxMemory gives them). Throws Error(InvalidInput)
@@ -44,7 +47,8 @@ public:
     /// Throws Error(InvalidInput) for an unknown module or device.
     Plan move(const Plan &plan, const std::string &module, const std::string &device) const;
 
-    /// Recomputes everything derived from `plan.deviceMap` (after an import or an edit). Throws
+    /// Recomputes everything derived from `plan.deviceMap` (after an import or an edit), and puts the model's
+    /// warnings (modelWarnings) first where the plan lacks them. Throws
     /// Error(InvalidInput) when an entry names an unknown module or device, entries overlap, or a
     /// parameter is left unplaced.
     Plan revalidate(Plan plan) const;

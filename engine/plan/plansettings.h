@@ -32,6 +32,9 @@ struct PlanSettings {
     std::string dtype;
     TrainMode train = TrainMode::None;
     int64_t loraRank = 8;
+    /// LoRA alpha (the update is scaled by alpha / r); no effect on memory, carried for the exported
+    /// script. `tunebench train`'s default (LoraSettings::alpha).
+    double loraAlpha = 16;
     /// Module names (last component) LoRA adapts; empty = the architecture's attention projections.
     std::vector<std::string> loraTargets;
     /// LoRA dropout probability (`tunebench train`'s default, LoraSettings::dropout). Above 0 every adapted

@@ -160,6 +160,8 @@ bool sameFile(const fs::path &a, const fs::path &b)
 struct RunStore::Impl {
     explicit Impl(const fs::path &file) : path(file), db(file.string()) {}
 
+    std::function<void()> beforeMetricsCommit; ///< RunStore::setBeforeMetricsCommit
+
     std::string label() const { return "run store " + path.string(); }
     /// Runs a write; a locked or read-only database becomes one message that says what was not done.
     template <typename Write>
@@ -368,6 +370,8 @@ void RunStore::appendMetrics(int64_t run, const std::vector<MetricSample> &sampl
             bindReal(insert, 5, sample.value);
             insert.run();
         }
+        if (m_impl->beforeMetricsCommit)
+            m_impl->beforeMetricsCommit();
         transaction.commit();
     } catch (const SqliteError &e) {
         if (e.isForeignKeyViolation())
@@ -375,6 +379,8 @@ void RunStore::appendMetrics(int64_t run, const std::vector<MetricSample> &sampl
         throw;
     }
 }
+
+void RunStore::setBeforeMetricsCommit(std::function<void()> hook) { m_impl->beforeMetricsCommit = std::move(hook); }
 
 void RunStore::addEvent(int64_t run, LogLevel level, const std::string &text)
 {

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -124,6 +125,10 @@ public:
     int64_t createRun(const std::string &name, const std::string &configJson, const std::string &model);
     /// Appends samples in one transaction (a batch commits whole or not at all).
     void appendMetrics(int64_t run, const std::vector<MetricSample> &samples);
+    /// Test hook: called inside appendMetrics' transaction, after the batch's inserts and before the
+    /// commit (empty: none), so that a test can read through another connection while a write is
+    /// provably open instead of hoping the threads overlap.
+    void setBeforeMetricsCommit(std::function<void()> hook);
     void addEvent(int64_t run, LogLevel level, const std::string &text);
     void addArtifact(int64_t run, const std::string &kind, const std::string &path);
     /// Continues a run from a checkpoint at `fromStep` in this process: in one transaction, marks it

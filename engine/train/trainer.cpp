@@ -70,6 +70,7 @@ std::vector<std::pair<std::string, std::string>> planDeviceMap(const TrainingPar
     settings.dtype = "float32"; // the trainer keeps float32 weights
     settings.loraRank = params.lora.r;
     settings.loraDropout = params.lora.dropout;
+    settings.loraAlpha = params.lora.alpha;
     if (params.method == TrainingMethod::Lora && params.lora.targetRegex.empty())
         settings.loraTargets = params.lora.targets;
     settings.batchSize = params.batchSize;

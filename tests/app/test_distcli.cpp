@@ -197,23 +197,24 @@ TEST_F(DistCliTest, LoraWithAccumulationAndCheckpointingMatchesOneProcess)
     EXPECT_TRUE(fs::exists(dir() / "lora2" / "adapter" / "adapter_model.safetensors"));
 }
 
+// The rank timeout is a day, so that only the detection of the dead peer (its socket closed) can end rank 0
+// within the test's bound, and the message must be detection's ("another rank stopped"), not the
+// timeout's ("did not answer within").
 TEST_F(DistCliTest, KillingOneRankEndsTheOtherWithAClearErrorAndKeepsTheCheckpoint)
 {
     const int port = engine::freeLoopbackPort();
     const std::vector<std::string> args
-        = trainArgs("killed", {"--steps", "100000", "--batch-size", "2", "--save-every", "5", "--dist-timeout", "30"});
+        = trainArgs("killed", {"--steps", "100000", "--batch-size", "2", "--save-every", "5", "--dist-timeout", "86400"});
     const auto rank0 = startRank(0, 2, port, args, "killed0");
     const auto rank1 = startRank(1, 2, port, args, "killed1");
     waitForSteps("killed", 7);
     ::kill(rank1.pid, SIGKILL);
-    const auto killedAt = std::chrono::steady_clock::now();
-    ASSERT_TRUE(exitsWithin(rank0, 40)) << "rank 0 still runs 40 s after rank 1 died";
-    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killedAt).count();
+    ASSERT_TRUE(exitsWithin(rank0, 300)) << "rank 0 still runs 300 s after rank 1 died (its timeout is a day)";
     const ProcessResult r0 = testing_support::finishProcess(rank0);
     testing_support::finishProcess(rank1);
     EXPECT_EQ(r0.exitCode, 1) << r0.err;
-    EXPECT_TRUE(contains(r0.err, "another rank")) << r0.err;
-    EXPECT_LT(took, 35.0);
+    EXPECT_TRUE(contains(r0.err, "another rank stopped")) << r0.err;
+    EXPECT_FALSE(contains(r0.err, "did not answer within")) << r0.err;
     auto store = engine::store::RunStore::open(db());
     EXPECT_EQ(store.run(runOf("killed"))->status, engine::store::RunStatus::Failed);
     EXPECT_TRUE(fs::exists(dir() / "killed" / "checkpoint-5" / "trainer_state.json"));

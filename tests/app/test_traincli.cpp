@@ -263,6 +263,67 @@ TEST_F(TrainCliTest, LoraExportsScoreAsThePythonReferenceScoresBasePlusAdapter)
     EXPECT_NE(resumeOther.err.find("(it has lora)"), std::string::npos) << resumeOther.err;
 }
 
+// Qwen3 end to end: a folder as Hugging Face saves one (make_tiny_qwen3.py), a LoRA run on it with the
+// adapters before q_norm / k_norm and after, `export --peft`, and the exported adapter scored by the
+// float64 reference as `score --adapter` scores it.
+TEST_F(TrainCliTest, Qwen3LoraRunExportsAnAdapterThatScoresAsTheReference)
+{
+    if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+        GTEST_SKIP() << "/usr/bin/python3 cannot import torch (install python3-torch)";
+    const fs::path model = dir() / "qwen3";
+    const std::string make = "/usr/bin/python3 '" TINY_QWEN3_SCRIPT "' '" + model.string() + "'";
+    ASSERT_EQ(std::system(make.c_str()), 0) << make;
+    {
+        std::ofstream data(dir() / "qwen3-ids.jsonl");
+        for (int row = 0; row < 48; ++row) {
+            json ids = json::array();
+            for (int t = 0; t < 24; ++t)
+                ids.push_back((5 * t * t + 3 * t + row) % 64);
+            data << json{{"input_ids", ids}}.dump() << '\n';
+        }
+    }
+    const ProcessResult trained = run({"train", "--model", model.string(), "--data", (dir() / "qwen3-ids.jsonl").string(),
+                                       "--method", "lora", "--lora-r", "4", "--lora-alpha", "8", "--lora-dropout", "0",
+                                       "--lora-targets", "q_proj,k_proj,v_proj,o_proj", "--steps", "12",
+                                       "--batch-size", "4", "--seq-len", "16", "--threads", "1", "--lr", "0.02",
+                                       "--output", (dir() / "qwen3-run").string(), "-q"},
+                                      "qwen3-lora");
+    ASSERT_EQ(trained.exitCode, 0) << trained.err;
+    ASSERT_EQ(run({"export", "--run", (dir() / "qwen3-run").string(), "--peft", (dir() / "qwen3-peft").string()}, "qwen3-peft")
+                  .exitCode,
+              0);
+    const json config = json::parse(slurp(dir() / "qwen3-peft" / "adapter_config.json"));
+    EXPECT_EQ(config["target_modules"], json({"q_proj", "k_proj", "v_proj", "o_proj"}));
+
+    const std::vector<int64_t> ids = {3, 14, 15, 9, 26, 5, 35, 8, 9, 7, 31, 40};
+    std::string idText;
+    for (int64_t id : ids)
+        idText += (idText.empty() ? "" : ",") + std::to_string(id);
+    auto score = [&](std::vector<std::string> args, const std::string &tag) {
+        args.insert(args.begin(), "score");
+        args.insert(args.end(), {"--ids", idText, "--json", "--threads", "1"});
+        const ProcessResult r = run(args, tag);
+        EXPECT_EQ(r.exitCode, 0) << r.err;
+        return json::parse(r.out).at("logprobs").get<std::vector<double>>();
+    };
+    const auto adapted = score({"--model", model.string(), "--adapter", (dir() / "qwen3-peft").string()}, "qwen3-score");
+    const auto plain = score({"--model", model.string()}, "qwen3-score-base");
+
+    const json cases = json::array({{{"model_dir", model.string()}, {"adapter_dir", (dir() / "qwen3-peft").string()}, {"ids", ids}}});
+    std::ofstream(dir() / "qwen3-cases.json") << cases.dump();
+    const std::string command = "/usr/bin/python3 '" MODEL_REFERENCE_SCRIPT "' --score '" + (dir() / "qwen3-cases.json").string()
+        + "' '" + (dir() / "qwen3-ref.json").string() + "'";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    const std::vector<double> reference = json::parse(slurp(dir() / "qwen3-ref.json"))[0].at("logprobs");
+    ASSERT_EQ(reference.size(), adapted.size());
+    double moved = 0;
+    for (size_t t = 0; t < reference.size(); ++t) {
+        EXPECT_NEAR(adapted[t], reference[t], 1e-4) << "position " << t;
+        moved = std::max(moved, std::abs(adapted[t] - plain[t]));
+    }
+    EXPECT_GT(moved, 1e-3) << "the trained adapter changed the model";
+}
+
 TEST_F(TrainCliTest, TheDemoFineTunesTheBundledBaseWithLoraAndShowsSamplesAndEvalLoss)
 {
     const ProcessResult demo = run({"train", "--demo", "--steps", "6", "--eval-every", "3", "--threads", "1", "--output",

@@ -71,6 +71,7 @@ TrainingOutcome runUntilCancelled(const TrainingParams &params, JobControl &cont
 struct JobProbe {
     std::atomic<int64_t> lastStep{0};  ///< the last step it emitted
     std::atomic<bool> returned{false}; ///< it returned (cancelled)
+    std::atomic<JobControl *> control{nullptr}; ///< the control the job was given, once it runs
 };
 
 /// runUntilCancelled, reporting to `probe`.
@@ -78,6 +79,7 @@ auto probedRunUntilCancelled(JobProbe &probe)
 {
     return [&probe](const TrainingParams &params, JobControl &control, TrainingObserver &observer) {
         TrainingOutcome outcome;
+        probe.control = &control;
         for (int64_t step = 1;; ++step) {
             if (!control.waitWhilePaused() || control.cancelRequested()) {
                 outcome.status = JobStatus::Cancelled;
@@ -205,7 +207,8 @@ TEST(EngineBridge, RefusesASecondJobAndCancels)
 TEST(EngineBridge, PausesAndResumes)
 {
     // Facts, not clocks (how fast a pause takes effect: bench/ui_latency_bench): a paused job finishes
-    // at most the step it was in, and every step it emitted reaches the UI.
+    // at most the step it was in, is then held (JobControl::waitUntilHeld), and every step it emitted
+    // reaches the UI.
     JobProbe probe;
     bridge::EngineBridge bridge(nullptr, probedRunUntilCancelled(probe));
     QSignalSpy paused(&bridge, &bridge::EngineBridge::pausedChanged);
@@ -218,8 +221,11 @@ TEST(EngineBridge, PausesAndResumes)
     const int64_t inFlight = probe.lastStep + 1; // the job may be inside this step
     EXPECT_TRUE(bridge.isPaused());
     ASSERT_EQ(paused.count(), 1);
+    // Held: the job waits in the control the bridge paused, so no step can follow until the resume (a job
+    // that never saw the pause would never be held).
+    ASSERT_NE(probe.control.load(), nullptr);
+    EXPECT_TRUE(probe.control.load()->waitUntilHeld(std::chrono::seconds(20))) << "the job was never held";
     ASSERT_TRUE(QTest::qWaitFor([&] { return lastDeliveredStep(metrics) == probe.lastStep; }, 20000));
-    QTest::qWait(200); // a job that ignored the pause would emit a step per millisecond meanwhile
     EXPECT_LE(probe.lastStep, inFlight) << "steps ran while paused";
     EXPECT_LE(lastDeliveredStep(metrics), inFlight) << "steps arrived while paused";
 
@@ -272,9 +278,16 @@ TEST(EngineBridge, RefusesInvalidSettingsWithoutStartingAJob)
     EXPECT_FALSE(bridge.startTraining(params, &error));
     EXPECT_TRUE(error.contains(QStringLiteral("steps"))) << error.toStdString();
     EXPECT_FALSE(bridge.isBusy());
-    QTest::qWait(100);
     EXPECT_EQ(started.count(), 0);
     EXPECT_EQ(calls.load(), 0);
+    // Jobs run one at a time, in order, on the one engine thread: once a valid job has finished, a refused
+    // one that had been queued anyway would have run before it. So: one start and one call, not two
+    // (instead of waiting 100 ms for something that should not happen).
+    QSignalSpy finished(&bridge, &bridge::EngineBridge::jobFinished);
+    ASSERT_TRUE(bridge.startTraining(smallParams()));
+    waitForOutcome(finished); // (the fake job's default outcome: Failed, which does not matter here)
+    EXPECT_EQ(started.count(), 1);
+    EXPECT_EQ(calls.load(), 1);
 }
 
 TEST(EngineBridge, CoalescesAFloodOfStepsIntoFewBatches)

@@ -472,6 +472,33 @@ class InplaceActivationTest(RecorderCase):
         self.assertFalse(os.path.exists(path))
 
 
+class NoGradWorkTest(RecorderCase):
+    """No-grad work outside backward is recorded only when it writes a storage autograd saved: the
+    optimizer's update of a weight a retained graph saved is named; its other updates are not kept."""
+
+    def test_optimizer_step_between_backwards_is_named(self):
+        done, path = self.run_recorded("step_between_backwards.py")
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("modified by an inplace operation", done.stderr)
+        t = Trace(path)
+        self.check_format(t)
+        self.assertEqual(t.end["outcome"], "inplace_error")
+        stale = t.end["stale_at_unpack"][0]
+        saved = t.saved[stale["saved"]]
+        op, w = t.first_write_after(saved)
+        self.assertIsNotNone(op)
+        self.assertEqual(code(op), "opt.step()")
+        self.assertGreater(w["version_after"], saved["saved_version"])
+        # AdamW's moments and temporaries (never saved by autograd) left no records.
+        written = {x["storage"] for o in t.ops if o["writes_input"] for x in o["inputs"] if x["written"]}
+        saved_storages = {s["tensor"]["storage"] for s in t.saved}
+        self.assertTrue(written <= saved_storages, (written, saved_storages))
+
+    def test_no_step_runs_both_backwards(self):
+        done, path = self.run_recorded("step_between_backwards.py", "--no-step")
+        self.assertEqual(done.returncode, 0, done.stderr)
+
+
 class SilentMutationTest(RecorderCase):
     """(e) a .data write to a saved tensor: no version bump, so only the checksum sees it."""
 

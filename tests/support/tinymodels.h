@@ -35,6 +35,18 @@ inline engine::model::LlamaConfig tinyLlama(const std::string &modelType = "llam
     return c;
 }
 
+/// tinyLlama as Qwen3 (per-head q/k norm), with head_dim 12 where hidden_size / heads is 8, so that
+/// code which derives the head size from the hidden size fails.
+inline engine::model::LlamaConfig tinyQwen3(bool tied = false, bool attentionBias = false, int64_t kvHeads = 2)
+{
+    engine::model::LlamaConfig c = tinyLlama("qwen3", tied, kvHeads);
+    c.headDim = 12;
+    c.ropeTheta = 1e6;
+    c.rmsNormEps = 1e-6;
+    c.attentionBias = attentionBias;
+    return c;
+}
+
 /// Random weights (initializeWeights(seed)); 1-D parameters (norm weights, biases) perturbed so they matter.
 inline engine::model::LlamaForCausalLM randomLlama(const engine::model::LlamaConfig &config, uint64_t seed = 7)
 {

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -33,19 +34,27 @@ TEST(ParallelFor, RunsEveryItemOnceAndReturnsWhenAllHaveRun)
     }
 }
 
+// Two items, and each waits until another thread has taken one: they finish only if a pool thread runs
+// one while the caller runs the other. No timing decides the outcome; the bound only ends a run where
+// no helper ever comes (the caller then runs both items, one after the other, and the test fails).
 TEST(ParallelFor, IdleThreadsOfThePoolHelp)
 {
     if (QThreadPool::globalInstance()->maxThreadCount() < 2)
         GTEST_SKIP() << "the global thread pool has one thread on this machine: no helper to see";
     QThreadPool::globalInstance()->waitForDone();
     std::mutex mutex;
+    std::condition_variable arrived;
     std::set<Qt::HANDLE> threads;
-    ui::parallelFor(8, [&](int) {
-        QThread::msleep(20); // long enough for a woken pool thread to take an item
-        const std::lock_guard lock(mutex);
+    bool waitedInVain = false;
+    ui::parallelFor(2, [&](int) {
+        std::unique_lock lock(mutex);
         threads.insert(QThread::currentThreadId());
+        arrived.notify_all();
+        if (!arrived.wait_for(lock, std::chrono::seconds(60), [&] { return threads.size() >= 2; }))
+            waitedInVain = true;
     });
-    EXPECT_GE(threads.size(), 2u) << "every item ran on one thread";
+    EXPECT_FALSE(waitedInVain) << "an item waited 60 s for a second thread";
+    EXPECT_EQ(threads.size(), 2u) << "every item ran on one thread";
     EXPECT_TRUE(threads.count(QThread::currentThreadId())) << "the caller took no item";
 }
 

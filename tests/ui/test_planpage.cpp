@@ -1,15 +1,20 @@
 // The Plan page driven like a user: open ChatGLM-6B's config, plan LoRA on two T4s and 13 GiB of
 // RAM, drag a layer to the CPU, see the bars change, undo.
 
+#include "ui/mainwindow.h"
 #include "ui/pages/planpage.h"
 #include "ui/widgets/devicecolumns.h"
 
 #include <QComboBox>
+#include <QDir>
 #include <QDoubleSpinBox>
+#include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
+#include <QListWidget>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QStyle>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QUndoStack>
@@ -133,8 +138,20 @@ TEST_F(PlanPageTest, ClosingWithAnEditInProgressDoesNotReplanAHalfDestroyedPage)
     ASSERT_TRUE(QTest::qWaitFor([&] { return overhead->hasFocus(); }, 2000));
     overhead->selectAll();
     QTest::keyClicks(overhead, QStringLiteral("3"));
+    // When the edit finishes during the destruction, nothing may connect it to the page any more: the
+    // page's own slots (re-planning) are connected before this one, so they would already have run. Our
+    // disconnect compares pointers only and never touches the half-destroyed page.
+    QObject watcher;
+    int finished = 0;
+    bool stillConnectedToPage = false;
+    ui::PlanPage *const page = m_page.get();
+    QObject::connect(overhead, &QDoubleSpinBox::editingFinished, &watcher, [&] {
+        ++finished;
+        stillConnectedToPage = stillConnectedToPage || QObject::disconnect(overhead, nullptr, page, nullptr);
+    });
     m_page.reset();
-    SUCCEED() << "destroyed without re-planning";
+    EXPECT_EQ(finished, 1) << "the edit did not finish during the destruction: the test shows nothing";
+    EXPECT_FALSE(stillConnectedToPage) << "the finished edit still reached the page being destroyed";
 }
 
 TEST_F(PlanPageTest, ExportedMapImportsBackToTheSamePlan)
@@ -173,6 +190,165 @@ TEST_F(PlanPageTest, ABadModelOrBudgetSaysWhatIsWrong)
     EXPECT_TRUE(budget.contains(QStringLiteral("fifteen"))) << budget.toStdString();
 }
 
+// Regression: the page opened with a config.json exported a script that loaded that file.
+TEST_F(PlanPageTest, ExportedPythonLoadsTheModelFolder)
+{
+    ASSERT_TRUE(m_page->openModel(kChatGlm));
+    QTemporaryDir dir;
+    const QString file = dir.filePath(QStringLiteral("train_with_map.py"));
+    ASSERT_TRUE(m_page->exportPython(file));
+    std::ifstream in(file.toStdString());
+    const std::string py((std::istreambuf_iterator<char>(in)), {});
+    const std::string folder = QFileInfo(kChatGlm).path().toStdString();
+    EXPECT_NE(py.find("MODEL_FOLDER = \"" + folder + "\"\n"), std::string::npos) << py;
+    EXPECT_NE(py.find("model = AutoModel.from_pretrained("), std::string::npos) << py;
+    EXPECT_NE(py.find("TRUST_REMOTE_CODE = True"), std::string::npos) << py;
+    EXPECT_EQ(py.find("chatglm-6b.json"), std::string::npos) << py;
+}
+
+TEST_F(PlanPageTest, TheVerdictAgreesWithItsSubject)
+{
+    auto *train = m_page->findChild<QComboBox *>(QStringLiteral("planTrain"));
+    auto *memory = m_page->findChild<QLineEdit *>(QStringLiteral("planMaxMemory"));
+    train->setCurrentIndex(train->findData(QStringLiteral("none")));
+    ASSERT_TRUE(m_page->openModel(kChatGlm));
+    const auto verdict = [this] { return m_page->findChild<QLabel *>(QStringLiteral("planVerdict"))->text(); };
+    // Regression: "The weights fits".
+    EXPECT_TRUE(verdict().startsWith(QStringLiteral("The weights fit: "))) << verdict().toStdString();
+    memory->setText(QStringLiteral("0=1GiB,cpu=1GiB,disk=1GiB"));
+    m_page->replan();
+    EXPECT_TRUE(verdict().startsWith(QStringLiteral("The weights do not fit: "))) << verdict().toStdString();
+    train->setCurrentIndex(train->findData(QStringLiteral("full")));
+    EXPECT_TRUE(verdict().startsWith(QStringLiteral("Full fine-tuning does not fit: "))) << verdict().toStdString();
+    memory->setText(QStringLiteral("0=1GiB,cpu=1GiB"));
+    train->setCurrentIndex(train->findData(QStringLiteral("none")));
+    EXPECT_TRUE(verdict().startsWith(QStringLiteral("Nothing is placed in memory"))) << verdict().toStdString();
+    memory->setText(QStringLiteral("0=15GiB,1=15GiB,cpu=13GiB"));
+    train->setCurrentIndex(train->findData(QStringLiteral("lora")));
+    EXPECT_TRUE(verdict().startsWith(QStringLiteral("LoRA training fits: "))) << verdict().toStdString();
+}
+
+// Regression: narrow columns showed "…er.layers.12", the shared "transformer." eating the room.
+TEST_F(PlanPageTest, BlocksAreNamedWithoutTheSharedPrefix)
+{
+    ASSERT_TRUE(m_page->openModel(kChatGlm));
+    QStringList labels;
+    for (const auto &column : m_page->deviceColumns()->data().devices) {
+        for (const auto &block : column.modules) {
+            labels << block.label;
+            EXPECT_FALSE(block.label.startsWith(QStringLiteral("transformer."))) << block.label.toStdString();
+            if (block.module.startsWith(QStringLiteral("transformer.")))
+                EXPECT_EQ(QStringLiteral("transformer.") + block.label, block.module) << "the move still names the module";
+            else
+                EXPECT_TRUE(block.label.isEmpty() || block.label == block.module) << block.module.toStdString();
+        }
+    }
+    EXPECT_TRUE(labels.contains(QStringLiteral("layers.12"))) << labels.join(QLatin1Char(' ')).toStdString();
+    EXPECT_TRUE(labels.contains(QStringLiteral("word_embeddings"))) << labels.join(QLatin1Char(' ')).toStdString();
+}
+
+TEST(DeviceColumnsLabels, OnlyAContainerEveryNestedNameSharesIsDropped)
+{
+    const auto labelsOf = [](const QStringList &modules) {
+        ui::DeviceColumnsData data;
+        data.devices.append(ui::DeviceColumn{});
+        for (const QString &m : modules)
+            data.devices[0].modules.append({m, {}, 1, {}});
+        ui::labelBlocksWithoutSharedPrefix(data);
+        QStringList out;
+        for (const auto &block : data.devices[0].modules)
+            out << (block.label.isEmpty() ? block.module : block.label);
+        return out;
+    };
+    EXPECT_EQ(labelsOf({"model.embed_tokens", "model.layers.0", "model.layers.1", "model.norm", "lm_head"}),
+              (QStringList{"embed_tokens", "layers.0", "layers.1", "norm", "lm_head"}));
+    EXPECT_EQ(labelsOf({"model.layers.0", "model.layers.1"}), (QStringList{"layers.0", "layers.1"}));
+    EXPECT_EQ(labelsOf({"model.norm", "encoder.norm"}), (QStringList{"model.norm", "encoder.norm"}));
+    EXPECT_EQ(labelsOf({"model.norm", "norm"}), (QStringList{"model.norm", "norm"})) << "shortening would collide";
+}
+
+TEST_F(PlanPageTest, PitfallsAreAListWithSeverityIconsErrorsFirst)
+{
+    // LoRA with most layers on disk: an error (adapters on disk) and warnings (optimizer, clipping).
+    m_page->findChild<QLineEdit *>(QStringLiteral("planMaxMemory"))->setText(QStringLiteral("0=2GiB,1=2GiB,cpu=2GiB,disk=100GiB"));
+    ASSERT_TRUE(m_page->openModel(kChatGlm));
+    const auto &lint = m_page->plan()->lint;
+    auto *list = m_page->findChild<QListWidget *>(QStringLiteral("planLint"));
+    ASSERT_EQ(list->count(), int(lint.size()));
+    int errors = 0;
+    for (const auto &finding : lint)
+        errors += finding.severity == "error" ? 1 : 0;
+    ASSERT_GT(errors, 0);
+    ASSERT_LT(errors, int(lint.size())) << "warnings too";
+    const QStyle *style = m_page->style();
+    const QImage errorIcon = style->standardIcon(QStyle::SP_MessageBoxCritical).pixmap(24).toImage();
+    const QImage warningIcon = style->standardIcon(QStyle::SP_MessageBoxWarning).pixmap(24).toImage();
+    for (int row = 0; row < list->count(); ++row) {
+        const QListWidgetItem *item = list->item(row);
+        const bool error = row < errors;
+        EXPECT_EQ(item->data(Qt::UserRole).toString(), error ? QStringLiteral("error") : QStringLiteral("warning")) << row;
+        ASSERT_FALSE(item->icon().isNull()) << row;
+        EXPECT_EQ(item->icon().pixmap(24).toImage(), error ? errorIcon : warningIcon) << row;
+        const auto finding = std::find_if(lint.begin(), lint.end(), [&](const auto &f) { return QString::fromStdString(f.id) == item->toolTip(); });
+        ASSERT_NE(finding, lint.end()) << item->toolTip().toStdString();
+        EXPECT_EQ(item->text(), QString::fromStdString(finding->message) + QStringLiteral("\nFix: ") + QString::fromStdString(finding->fix));
+    }
+}
+
+namespace {
+
+// Every field of the settings bar is shown whole: visible, at least its size hint wide, and inside the window.
+void expectSettingsUnclipped(QWidget *window)
+{
+    QWidget *bar = window->findChild<QWidget *>(QStringLiteral("planSettings"));
+    ASSERT_NE(bar, nullptr);
+    const QList<QWidget *> fields = bar->findChildren<QWidget *>(QString(), Qt::FindDirectChildrenOnly);
+    ASSERT_GE(fields.size(), 12);
+    for (QWidget *field : fields) {
+        const QString name = QString::fromLatin1(field->metaObject()->className()) + QLatin1Char(' ') + field->objectName();
+        SCOPED_TRACE(name.toStdString());
+        EXPECT_TRUE(field->isVisible());
+        EXPECT_GE(field->width(), field->sizeHint().width());
+        EXPECT_GE(field->height(), field->minimumSizeHint().height());
+        const QRect inWindow(field->mapTo(window, QPoint(0, 0)), field->size());
+        EXPECT_TRUE(window->rect().contains(inWindow)) << inWindow.x() << "," << inWindow.y() << " " << inWindow.width() << "x"
+                                                       << inWindow.height();
+    }
+}
+
+} // namespace
+
+TEST_F(PlanPageTest, EverySettingIsWholeAt1280PixelsWide)
+{
+    // A desktop's usual 11 pt (the offscreen platform's default font is smaller and hides clipping).
+    QFont desktop = m_page->font();
+    desktop.setPointSizeF(11);
+    m_page->setFont(desktop);
+    ASSERT_TRUE(m_page->openModel(kChatGlm));
+    m_page->resize(1280, 800);
+    QTest::qWait(50);
+    EXPECT_EQ(m_page->size(), QSize(1280, 800)) << "28 layers do not make the page taller than the screen";
+    auto *columns = m_page->deviceColumns();
+    const QWidget *viewport = columns->parentWidget();
+    EXPECT_LE(columns->width(), viewport->width()) << "every device column in view, none scrolled off sideways";
+    EXPECT_GE(columns->width(), columns->minimumSizeHint().width());
+    expectSettingsUnclipped(m_page.get());
+
+    // In the main window, beside the page list, on a 1280 x 800 screen.
+    QTemporaryDir store;
+    ui::MainWindow window(store.filePath(QStringLiteral("runs.sqlite3")));
+    window.setFont(desktop);
+    window.resize(1280, 800);
+    window.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    window.showPage(ui::MainWindow::Page::Plan);
+    ASSERT_TRUE(window.planPage()->openModel(kChatGlm));
+    QTest::qWait(50);
+    EXPECT_LE(window.width(), 1280) << "the window's minimum size fits the screen";
+    EXPECT_LE(window.height(), 800) << "the window's minimum size fits the screen";
+    expectSettingsUnclipped(&window);
+}
+
 // Saves the README's picture of the Plan page when TUNEBENCH_PLAN_SCREENSHOT names a PNG path.
 TEST_F(PlanPageTest, Screenshot)
 {
@@ -180,6 +356,7 @@ TEST_F(PlanPageTest, Screenshot)
     if (path.isEmpty())
         GTEST_SKIP() << "set TUNEBENCH_PLAN_SCREENSHOT=path.png to save a screenshot of the Plan page";
     ASSERT_TRUE(m_page->openModel(kChatGlm));
+    m_page->resize(1280, 1000); // a laptop's width; tall enough to show all 28 layers without scrolling
     QTest::qWait(200);
     ASSERT_TRUE(m_page->grab().toImage().save(path));
 }
@@ -192,7 +369,11 @@ TEST_F(PlanPageTest, OffersTheCatalogWhenEmptyAndPlansTheChosenModel)
     auto *button = m_page->findChild<QPushButton *>(QStringLiteral("planCatalogButton"));
     ASSERT_TRUE(row && combo && button);
     EXPECT_TRUE(row->isVisible());
-    EXPECT_EQ(combo->count(), 13);
+    // Every shipped catalog file is offered (counted on disk, not through the page's own list).
+    const QStringList files = QDir(QStringLiteral(TUNEBENCH_TEST_DATA "/../../resources/plan-catalog"))
+                                  .entryList({QStringLiteral("*.json")}, QDir::Files);
+    ASSERT_GE(files.size(), 13);
+    EXPECT_EQ(combo->count(), files.size());
     EXPECT_EQ(m_page->plan(), nullptr);
 
     const int llama = combo->findData(QStringLiteral("llama-3.1-8b"));
@@ -219,4 +400,29 @@ TEST_F(PlanPageTest, OffersTheCatalogWhenEmptyAndPlansTheChosenModel)
     EXPECT_FALSE(m_page->openModel(QStringLiteral("qwen2.5-8b")));
     const QString refused = m_page->findChild<QLabel *>(QStringLiteral("planVerdict"))->text();
     EXPECT_TRUE(refused.contains(QStringLiteral("no catalog model named \"qwen2.5-8b\""))) << refused.toStdString();
+}
+
+// The advisor on the page: Llama-3.1-8B full fine-tuning on two 15 GiB GPUs and 13 GiB of RAM does not fit;
+// the page lists the nearest plans that do, and one click applies a suggestion's settings.
+TEST_F(PlanPageTest, AdviceAppliesTheSettingsOfAPlanThatFits)
+{
+    auto *train = m_page->findChild<QComboBox *>(QStringLiteral("planTrain"));
+    train->setCurrentIndex(train->findData(QStringLiteral("full")));
+    ASSERT_TRUE(m_page->openModel(QStringLiteral(TUNEBENCH_TEST_DATA "/model/configs/llama-3.1-8b.json")));
+    ASSERT_NE(m_page->plan(), nullptr);
+    EXPECT_FALSE(m_page->plan()->fits);
+    auto *advice = m_page->findChild<QListWidget *>(QStringLiteral("planAdvice"));
+    ASSERT_NE(advice, nullptr);
+    EXPECT_TRUE(advice->isVisible());
+    ASSERT_GE(advice->count(), 1);
+    QListWidgetItem *first = advice->item(0);
+    EXPECT_TRUE(first->text().contains(QStringLiteral("--train lora"))) << first->text().toStdString();
+    const QRect where = advice->visualItemRect(first);
+    QTest::mouseClick(advice->viewport(), Qt::LeftButton, {}, where.center());
+    EXPECT_EQ(train->currentData().toString(), QStringLiteral("lora"));
+    ASSERT_NE(m_page->plan(), nullptr);
+    EXPECT_TRUE(m_page->plan()->fits);
+    // A plan that fits gets the largest batch that fits.
+    ASSERT_GE(advice->count(), 1);
+    EXPECT_TRUE(advice->item(0)->text().contains(QStringLiteral("--batch-size"))) << advice->item(0)->text().toStdString();
 }

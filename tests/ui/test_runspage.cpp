@@ -11,6 +11,7 @@
 #include "engine/store/runstore.h"
 #include "engine/store/storetestutil.h"
 #include "ui/models/runsmodel.h"
+#include "ui/models/runsreader.h"
 #include "ui/pages/runspage.h"
 
 #include "ui/widgets/metricplots.h"
@@ -197,6 +198,21 @@ protected:
             box->button(answer)->click();
         });
         timer->start();
+    }
+
+    /// Waits until the page's reader has answered `count` more polls (an unchanged store or a new
+    /// snapshot; each answer schedules the next poll), so that what must not happen on a poll is checked
+    /// after polls that did happen, not after a guessed time. The bound only ends a page that stopped
+    /// polling.
+    bool waitForPolls(int count)
+    {
+        auto *reader = m_page->findChild<ui::RunsReader *>();
+        if (!reader)
+            return false;
+        QSignalSpy unchanged(reader, &ui::RunsReader::pollUnchanged);
+        QSignalSpy snapshots(reader, &ui::RunsReader::snapshotRead);
+        return QTest::qWaitFor([&] { return unchanged.count() + snapshots.count() >= count; },
+                               10 * (count + 1) * ui::RunsPage::kIdlePollMs);
     }
 
     QStringList messages() const
@@ -525,7 +541,7 @@ TEST_F(RunsPageTest, ANewerSchemaIsOneMessageAndTheFileIsNotTouched)
     EXPECT_TRUE(child<QLabel>("runsMessage")->isVisible());
     EXPECT_EQ(proxy()->rowCount(), 0);
     QTest::mouseClick(child<QPushButton>("refreshButton"), Qt::LeftButton);
-    QTest::qWait(ui::RunsPage::kIdlePollMs + 500); // a poll or two
+    EXPECT_TRUE(waitForPolls(2)) << "the page stopped polling";
     EXPECT_EQ(messages().size(), 1) << messages().join(QLatin1Char('\n')).toStdString();
     EXPECT_TRUE(noDialogOpen());
     EXPECT_FALSE(m_page->deleteAction()->isEnabled());
@@ -554,7 +570,7 @@ TEST_F(RunsPageTest, ALockedStoreShowsTheRunsAndARenameIsOneMessageThatChangesNo
     ASSERT_TRUE(QTest::qWaitFor([&] { return !m_page->message().isEmpty(); }, 10000));
     EXPECT_TRUE(m_page->message().contains(QStringLiteral("locked by another process"))) << m_page->message().toStdString();
     EXPECT_TRUE(m_page->message().contains(QStringLiteral("nothing was changed")));
-    QTest::qWait(ui::RunsPage::kIdlePollMs + 500);
+    EXPECT_TRUE(waitForPolls(2)) << "the page stopped polling";
     EXPECT_EQ(messages().size(), 1) << messages().join(QLatin1Char('\n')).toStdString();
     EXPECT_TRUE(noDialogOpen());
     EXPECT_EQ(shown(ui::RunsModel::NameColumn), QStringList{"locked name"});
@@ -585,7 +601,7 @@ TEST_F(RunsPageTest, AReadOnlyStoreShowsTheRunsWithOneMessageAndWritesNothing)
         QTest::keyClick(view(), Qt::Key_F2);
         EXPECT_EQ(qobject_cast<QLineEdit *>(QApplication::focusWidget()), nullptr) << "F2 edits a read-only store";
         EXPECT_TRUE(child<QLineEdit>("tagsEdit")->isReadOnly());
-        QTest::qWait(ui::RunsPage::kIdlePollMs + 500);
+        EXPECT_TRUE(waitForPolls(2)) << "the page stopped polling";
         EXPECT_EQ(messages().size(), 1) << messages().join(QLatin1Char('\n')).toStdString();
         EXPECT_TRUE(noDialogOpen());
         m_page.reset(); // closes its connection while the file is still read-only for it

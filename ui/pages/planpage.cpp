@@ -1,9 +1,12 @@
 #include "ui/pages/planpage.h"
 
+#include "engine/plan/advisor.h"
+
 #include "engine/core/byteunits.h"
 #include "engine/core/error.h"
 #include "engine/core/atomicfile.h"
 #include "engine/core/format.h"
+#include "engine/plan/advisor.h"
 #include "engine/plan/catalog.h"
 #include "engine/plan/devicemapjson.h"
 #include "engine/plan/planmodel.h"
@@ -24,17 +27,25 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
+#include <QListWidgetItem>
 #include <QMimeData>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSpinBox>
+#include <QSignalBlocker>
 #include <QSplitter>
+#include <QStringList>
+#include <QStyle>
+#include <QStyledItemDelegate>
 #include <QTabWidget>
 #include <QTreeView>
 #include <QUndoCommand>
 #include <QUndoStack>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <exception>
 #include <fstream>
 #include <sstream>
@@ -62,6 +73,38 @@ private:
 namespace {
 
 QString fromStd(const std::string &text) { return QString::fromStdString(text); }
+
+/// Sizes a wrapped list item by the width its text really gets (the view's, less the icon and margins):
+/// QStyledItemDelegate measures it without the icon, so the last line of a long fix was cut off.
+class WrappedTextDelegate : public QStyledItemDelegate {
+public:
+    explicit WrappedTextDelegate(QListWidget *view) : QStyledItemDelegate(view), m_view(view) {}
+    QSize sizeHint(const QStyleOptionViewItem &option, const QModelIndex &index) const override
+    {
+        QStyleOptionViewItem opt = option;
+        initStyleOption(&opt, index);
+        const int margins = 4 * (m_view->style()->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, m_view) + 1);
+        const int width = m_view->viewport()->width() - 2 * m_view->spacing();
+        const int textWidth = std::max(80, width - opt.decorationSize.width() - margins);
+        const QRect text = opt.fontMetrics.boundingRect(QRect(0, 0, textWidth, 1 << 20), Qt::TextWordWrap, opt.text);
+        return {width, std::max(text.height(), opt.decorationSize.height()) + opt.fontMetrics.height() / 2};
+    }
+
+private:
+    QListWidget *m_view;
+};
+
+/// The device columns' scroll area: as wide as every column needs (devices never hide sideways), while
+/// a long list of blocks scrolls down.
+class ColumnsScrollArea : public QScrollArea {
+public:
+    using QScrollArea::QScrollArea;
+    QSize minimumSizeHint() const override
+    {
+        const int columns = widget() ? widget()->minimumSizeHint().width() : 0;
+        return {columns + verticalScrollBar()->sizeHint().width() + 2 * frameWidth(), QScrollArea::minimumSizeHint().height()};
+    }
+};
 
 QString bytesText(int64_t bytes) { return fromStd(engine::formatBytes(bytes)); }
 
@@ -111,6 +154,7 @@ DeviceColumnsData columnsData(const Plan &plan, const engine::model::ModuleTree 
             column.modules.push_back(block);
         }
     }
+    labelBlocksWithoutSharedPrefix(data);
     return data;
 }
 
@@ -143,7 +187,13 @@ PlanPage::PlanPage(QWidget *parent) : QWidget(parent)
             [this](const QString &module, const QString &device) { moveModule(module, device); });
 
     auto *splitter = new QSplitter(Qt::Horizontal, this);
-    splitter->addWidget(m_columns);
+    // Scrolls, so that a model of many layers never makes the page taller than the screen.
+    m_columnsScroll = new ColumnsScrollArea(this);
+    m_columnsScroll->setWidget(m_columns);
+    m_columnsScroll->setWidgetResizable(true);
+    m_columnsScroll->setFrameShape(QFrame::NoFrame);
+    m_columnsScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    splitter->addWidget(m_columnsScroll);
     splitter->addWidget(createDetailTabs());
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
@@ -151,6 +201,14 @@ PlanPage::PlanPage(QWidget *parent) : QWidget(parent)
     auto *layout = new QVBoxLayout(this);
     layout->addWidget(createSettingsBar());
     layout->addWidget(m_verdictLabel);
+    m_advice = new QListWidget(this);
+    m_advice->setObjectName(QStringLiteral("planAdvice"));
+    m_advice->setWordWrap(true);
+    m_advice->setToolTip(tr("Click a suggestion to apply its settings"));
+    m_advice->hide();
+    connect(m_advice, &QListWidget::itemClicked, this,
+            [this](QListWidgetItem *item) { applyAdvice(item->data(Qt::UserRole).toString()); });
+    layout->addWidget(m_advice);
     layout->addWidget(createCatalogRow());
     layout->addWidget(splitter, 1);
 
@@ -204,6 +262,7 @@ PlanPage::~PlanPage()
 QWidget *PlanPage::createSettingsBar()
 {
     auto *bar = new QWidget(this);
+    bar->setObjectName(QStringLiteral("planSettings"));
     auto *form = new QFormLayout(bar);
     form->setContentsMargins(0, 0, 0, 0);
 
@@ -277,16 +336,29 @@ QWidget *PlanPage::createSettingsBar()
     m_seqSpin->setValue(128);
     m_seqSpin->setPrefix(tr("seq "));
     m_checkpointingCheck = new QCheckBox(tr("Checkpointing"), bar);
-    for (QWidget *w : std::initializer_list<QWidget *>{m_trainCombo, m_strategyCombo, m_dtypeCombo, m_rankSpin,
-                                                       m_targetsEdit, m_batchSpin, m_seqSpin, m_checkpointingCheck})
+    // Two rows, so that every field keeps its natural width on a 1280 px screen: the run, then LoRA's own.
+    for (QWidget *w : std::initializer_list<QWidget *>{m_trainCombo, m_dtypeCombo, m_strategyCombo, m_batchSpin, m_seqSpin,
+                                                       m_checkpointingCheck})
         trainRow->addWidget(w);
+    trainRow->addStretch(1);
+    auto *loraRow = new QHBoxLayout;
+    loraRow->addWidget(m_rankSpin);
+    loraRow->addWidget(m_targetsEdit, 1);
     for (QComboBox *combo : {m_trainCombo, m_strategyCombo, m_dtypeCombo})
         connect(combo, &QComboBox::currentIndexChanged, this, &PlanPage::replan);
     for (QSpinBox *spin : {m_rankSpin, m_batchSpin, m_seqSpin})
         connect(spin, &QSpinBox::editingFinished, this, &PlanPage::replan);
     connect(m_targetsEdit, &QLineEdit::editingFinished, this, &PlanPage::replan);
     connect(m_checkpointingCheck, &QCheckBox::toggled, this, &PlanPage::replan);
+    const auto enableLora = [this] {
+        const bool lora = m_trainCombo->currentData().toString() == QLatin1String("lora");
+        m_rankSpin->setEnabled(lora);
+        m_targetsEdit->setEnabled(lora);
+    };
+    connect(m_trainCombo, &QComboBox::currentIndexChanged, this, enableLora);
+    enableLora();
     form->addRow(tr("Training:"), trainRow);
+    form->addRow(tr("LoRA:"), loraRow);
     return bar;
 }
 
@@ -336,6 +408,12 @@ QWidget *PlanPage::createDetailTabs()
     m_lint = new QListWidget(m_tabs);
     m_lint->setObjectName(QStringLiteral("planLint"));
     m_lint->setWordWrap(true);
+    m_lint->setIconSize(QSize(24, 24));
+    m_lint->setSpacing(4);
+    m_lint->setAlternatingRowColors(true);
+    m_lint->setResizeMode(QListView::Adjust); // re-wrap the items at the pane's width, so no fix is cut off
+    m_lint->setTextElideMode(Qt::ElideNone);
+    m_lint->setItemDelegate(new WrappedTextDelegate(m_lint));
     m_tabs->addTab(m_lint, tr("Pitfalls"));
     m_tabs->addTab(m_explanations, tr("Why here"));
     m_tabs->addTab(m_treeView, tr("Modules"));
@@ -387,10 +465,12 @@ void PlanPage::replan()
         for (engine::plan::DeviceSpec &d : devices)
             if (d.isGpu())
                 d.overheadBytes = static_cast<int64_t>(m_overheadSpin->value() * double(1 << 30));
-        Plan plan = m_planner->plan(devices, settingsFromFields());
+        const engine::plan::PlanSettings settings = settingsFromFields();
+        Plan plan = m_planner->plan(devices, settings);
         QSettings().setValue(QStringLiteral("Plan/maxMemory"), m_memoryEdit->text());
         m_undo->clear();
         showPlan(plan);
+        showAdvice(plan.devices, settings);
     } catch (const std::exception &e) {
         showError(fromStd(e.what()));
     }
@@ -414,26 +494,10 @@ void PlanPage::showPlan(const Plan &plan)
 {
     m_plan = plan;
     m_columns->setData(columnsData(plan, m_planner->model().tree));
+    m_columnsScroll->updateGeometry(); // another number of devices, another minimum width
     m_treeModel->setDeviceMap(deviceMapHash(plan));
 
-    const QString what = plan.settings.train == engine::plan::TrainMode::None ? tr("The weights")
-                         : plan.settings.train == engine::plan::TrainMode::Lora ? tr("LoRA training")
-                                                                                : tr("Full fine-tuning");
-    const engine::plan::DeviceUsage *peak = plan.usageOf(plan.peak.device);
-    const QString where = peak ? fromStd(engine::plan::deviceLabel(peak->device)) : fromStd(plan.peak.device);
-    QString verdict = plan.fits ? tr("%1 fits: the tightest device is %2, %3 at its peak in %4.")
-                                      .arg(what, where, bytesText(plan.peak.bytes), fromStd(engine::plan::phaseName(plan.peak.phase)))
-                                : tr("%1 does not fit: %2 needs %3 at its peak in %4.")
-                                      .arg(what, where, bytesText(plan.peak.bytes), fromStd(engine::plan::phaseName(plan.peak.phase)));
-    if (!plan.fits && plan.memoryFits) { // the memory fits, but the lint found an error: the run would fail
-        for (const engine::plan::LintFinding &f : plan.lint) {
-            if (f.severity == "error") {
-                verdict = tr("The plan is invalid: %1").arg(fromStd(f.message));
-                break;
-            }
-        }
-    }
-    m_verdictLabel->setText(verdict);
+    m_verdictLabel->setText(verdictText(plan));
     QPalette palette = m_verdictLabel->palette();
     palette.setColor(QPalette::WindowText, plan.fits ? QColor(0x2e, 0x7d, 0x32) : QColor(0xc6, 0x28, 0x28));
     m_verdictLabel->setPalette(palette);
@@ -445,23 +509,112 @@ void PlanPage::showPlan(const Plan &plan)
         m_explanations->addItem(fromStd(warning));
     for (const auto &placement : plan.deviceMap)
         m_explanations->addItem(fromStd(placement.explanation));
-    m_lint->clear();
-    for (const auto &finding : plan.lint) {
-        auto *item = new QListWidgetItem(fromStd((finding.severity == "error" ? "✖ " : "⚠ ") + finding.message
-                                                 + "\nFix: " + finding.fix),
-                                         m_lint);
-        item->setToolTip(fromStd(finding.id));
-    }
-    if (plan.lint.empty())
-        m_lint->addItem(tr("No cross-device pitfalls in this plan."));
+    showPitfalls(plan);
     m_tabs->setTabText(0, plan.lint.empty() ? tr("Pitfalls") : tr("Pitfalls (%1)").arg(plan.lint.size()));
     for (QPushButton *b : {m_importButton, m_exportButton, m_pythonButton, m_trainButton})
         b->setEnabled(true);
     m_trainButton->setEnabled(!m_fromCatalog);
 }
 
+void PlanPage::showAdvice(const std::vector<engine::plan::DeviceSpec> &devices, const engine::plan::PlanSettings &settings)
+{
+    m_advice->clear();
+    const std::vector<engine::plan::Advice> advice = engine::plan::advise(*m_planner, devices, settings);
+    for (const engine::plan::Advice &a : advice) {
+        QStringList flags;
+        for (const auto &[flag, value] : a.changes.items())
+            flags << (value.is_boolean() ? QStringLiteral("--%1").arg(fromStd(flag))
+                                         : QStringLiteral("--%1 %2").arg(fromStd(flag),
+                                               fromStd(value.is_string() ? value.get<std::string>() : value.dump())));
+        auto *item = new QListWidgetItem(tr("Apply %1: %2").arg(flags.join(QLatin1Char(' ')), fromStd(a.why)), m_advice);
+        item->setData(Qt::UserRole, fromStd(a.changes.dump()));
+        item->setIcon(style()->standardIcon(QStyle::SP_DialogApplyButton));
+    }
+    // As tall as its suggestions (up to five lines' worth), so that one suggestion takes one line.
+    int height = 2 * m_advice->frameWidth();
+    for (int row = 0; row < m_advice->count(); ++row)
+        height += m_advice->sizeHintForRow(row);
+    m_advice->setFixedHeight(std::min(height, m_advice->fontMetrics().height() * 7));
+    m_advice->setVisible(!advice.empty());
+}
+
+void PlanPage::applyAdvice(const QString &changesJson)
+{
+    const nlohmann::ordered_json changes = nlohmann::ordered_json::parse(changesJson.toStdString(), nullptr, false);
+    if (!changes.is_object())
+        return;
+    // Set every field first (signals blocked, so that each does not re-plan), then plan once.
+    const QSignalBlocker blockTrain(m_trainCombo), blockRank(m_rankSpin), blockCheck(m_checkpointingCheck),
+        blockBatch(m_batchSpin), blockSeq(m_seqSpin), blockDtype(m_dtypeCombo);
+    for (const auto &[flag, value] : changes.items()) {
+        if (flag == "train" && value.is_string())
+            m_trainCombo->setCurrentIndex(m_trainCombo->findData(fromStd(value.get<std::string>())));
+        else if (flag == "lora-r" && value.is_number_integer())
+            m_rankSpin->setValue(static_cast<int>(value.get<int64_t>()));
+        else if (flag == "checkpointing" && value.is_boolean())
+            m_checkpointingCheck->setChecked(value.get<bool>());
+        else if (flag == "batch-size" && value.is_number_integer())
+            m_batchSpin->setValue(static_cast<int>(value.get<int64_t>()));
+        else if (flag == "seq-len" && value.is_number_integer())
+            m_seqSpin->setValue(static_cast<int>(value.get<int64_t>()));
+        else if (flag == "dtype" && value.is_string())
+            m_dtypeCombo->setCurrentIndex(m_dtypeCombo->findData(fromStd(value.get<std::string>())));
+    }
+    replan();
+}
+
+QString PlanPage::verdictText(const Plan &plan) const
+{
+    const engine::plan::DeviceUsage *peak = plan.usageOf(plan.peak.device);
+    const QString where = peak ? fromStd(engine::plan::deviceLabel(peak->device)) : fromStd(plan.peak.device);
+    if (where.isEmpty()) // all on a disk without budget: no device to name, and nothing would run in memory
+        return tr("Nothing is placed in memory: every module goes to disk. Give the devices larger budgets.");
+    if (!plan.fits && plan.memoryFits) { // the memory fits, but the lint found an error: the run would fail
+        for (const engine::plan::LintFinding &f : plan.lint) {
+            if (f.severity == "error")
+                return tr("The plan is invalid: %1").arg(fromStd(f.message));
+        }
+    }
+    const QString bytes = bytesText(plan.peak.bytes);
+    const QString phase = fromStd(engine::plan::phaseName(plan.peak.phase));
+    // Whole sentences per subject, so "weights" (plural) and "training" (singular) each get their verb.
+    switch (plan.settings.train) {
+    case engine::plan::TrainMode::None:
+        return plan.fits ? tr("The weights fit: the tightest device is %1, %2 at its peak in %3.").arg(where, bytes, phase)
+                         : tr("The weights do not fit: %1 needs %2 at its peak in %3.").arg(where, bytes, phase);
+    case engine::plan::TrainMode::Lora:
+        return plan.fits ? tr("LoRA training fits: the tightest device is %1, %2 at its peak in %3.").arg(where, bytes, phase)
+                         : tr("LoRA training does not fit: %1 needs %2 at its peak in %3.").arg(where, bytes, phase);
+    case engine::plan::TrainMode::Full:
+        break;
+    }
+    return plan.fits ? tr("Full fine-tuning fits: the tightest device is %1, %2 at its peak in %3.").arg(where, bytes, phase)
+                     : tr("Full fine-tuning does not fit: %1 needs %2 at its peak in %3.").arg(where, bytes, phase);
+}
+
+void PlanPage::showPitfalls(const Plan &plan)
+{
+    m_lint->clear();
+    std::vector<engine::plan::LintFinding> findings = plan.lint;
+    std::stable_sort(findings.begin(), findings.end(), [](const auto &a, const auto &b) {
+        return a.severity == "error" && b.severity != "error";
+    });
+    for (const auto &finding : findings) {
+        const bool error = finding.severity == "error";
+        auto *item = new QListWidgetItem(style()->standardIcon(error ? QStyle::SP_MessageBoxCritical : QStyle::SP_MessageBoxWarning),
+                                         fromStd(finding.message) + QLatin1Char('\n') + tr("Fix: %1").arg(fromStd(finding.fix)),
+                                         m_lint);
+        item->setData(Qt::UserRole, fromStd(finding.severity));
+        item->setToolTip(fromStd(finding.id));
+    }
+    if (plan.lint.empty())
+        new QListWidgetItem(style()->standardIcon(QStyle::SP_DialogApplyButton), tr("No cross-device pitfalls in this plan."), m_lint);
+}
+
 void PlanPage::showError(const QString &text)
 {
+    m_advice->clear();
+    m_advice->hide();
     m_verdictLabel->setText(text);
     QPalette palette = m_verdictLabel->palette();
     palette.setColor(QPalette::WindowText, QColor(0xc6, 0x28, 0x28));
@@ -550,14 +703,22 @@ void PlanPage::exportPythonDialog()
         return;
     const QString file = QFileDialog::getSaveFileName(this, tr("Export Python Snippet"), QStringLiteral("train_with_map.py"),
                                                       tr("Python (*.py)"));
-    if (file.isEmpty())
-        return;
-    try {
+    if (!file.isEmpty())
+        exportPython(file);
+}
+
+bool PlanPage::exportPython(const QString &file)
+{
+    if (!m_plan)
+        return false;
+    try { // pythonSnippet loads the folder also when the page opened its config.json
         engine::writeFileAtomically(file.toStdString(), engine::plan::pythonSnippet(*m_plan, m_modelPath.toStdString()));
-        Q_EMIT statusMessage(tr("Python snippet written to %1").arg(file), 10000);
     } catch (const std::exception &e) {
         showError(fromStd(e.what()));
+        return false;
     }
+    Q_EMIT statusMessage(tr("Python snippet written to %1").arg(file), 10000);
+    return true;
 }
 
 void PlanPage::importMapDialog()

@@ -24,6 +24,7 @@ class QLabel;
 class QLineEdit;
 class QListWidget;
 class QPushButton;
+class QScrollArea;
 class QSpinBox;
 class QTabWidget;
 class QTreeView;
@@ -60,6 +61,9 @@ public:
     bool exportMap(const QString &file);
     /// Reads a device map file and revalidates it against the open model.
     bool importMap(const QString &file);
+    /// Writes the Python script that loads the model's folder with this plan and trains; false and a
+    /// message on failure.
+    bool exportPython(const QString &file);
 
 Q_SIGNALS:
     /// "Train with this plan": the model folder and the plan's placements (module prefix → torch device).
@@ -83,7 +87,16 @@ private:
     void importMapDialog();
     /// Shows `plan` (columns, verdict, tree devices, explanations, lint) without touching the undo stack.
     void showPlan(const engine::plan::Plan &plan);
+    /// "The weights fit: ..." / "LoRA training does not fit: ..." (the subject's own verb form).
+    QString verdictText(const engine::plan::Plan &plan) const;
+    /// The lint as a list: errors first, each item a severity icon, the message and its fix.
+    void showPitfalls(const engine::plan::Plan &plan);
     void showError(const QString &text);
+    /// Lists the advisor's suggestions for the settings just planned (hidden when there are none).
+    void showAdvice(const std::vector<engine::plan::DeviceSpec> &devices, const engine::plan::PlanSettings &settings);
+    /// Sets the fields to a suggestion's flags ("train", "lora-r", "checkpointing", "batch-size", "seq-len",
+    /// "dtype") and re-plans.
+    void applyAdvice(const QString &changesJson);
 
     QString m_modelPath;
     bool m_fromCatalog = false; ///< a catalog model has no weights here: nothing to train with
@@ -106,8 +119,10 @@ private:
     QCheckBox *m_checkpointingCheck = nullptr;
     QLabel *m_verdictLabel = nullptr;
     DeviceColumnsWidget *m_columns = nullptr;
+    QScrollArea *m_columnsScroll = nullptr; ///< holds m_columns: scrolls down, never sideways
     ModuleTreeModel *m_treeModel = nullptr;
     QTreeView *m_treeView = nullptr;
+    QListWidget *m_advice = nullptr; ///< one-click suggestions: the nearest plans that fit, or the largest batch
     QListWidget *m_explanations = nullptr;
     QListWidget *m_lint = nullptr;
     QTabWidget *m_tabs = nullptr;

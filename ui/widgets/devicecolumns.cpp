@@ -10,6 +10,7 @@
 #include <QPaintEvent>
 #include <QPainter>
 #include <QPainterPath>
+#include <QSet>
 #include <QToolTip>
 
 #include <algorithm>
@@ -38,7 +39,51 @@ QString percentOf(qint64 part, qint64 whole)
     return QStringLiteral("%1%").arg(100.0 * double(part) / double(whole), 0, 'f', 1);
 }
 
+// The container ("model.", "transformer.") that every dotted name starts with; "" when they differ.
+// Only the first component: "layers.12" keeps the part that says what the number counts.
+QString sharedContainerPrefix(const QStringList &names)
+{
+    QString prefix;
+    for (const QString &name : names) {
+        const qsizetype dot = name.indexOf(QLatin1Char('.'));
+        if (dot < 0)
+            continue;
+        if (prefix.isEmpty())
+            prefix = name.left(dot + 1);
+        else if (!name.startsWith(prefix))
+            return {};
+    }
+    return prefix;
+}
+
+// A numbered block keeps its end ("…layers.12": the number tells blocks apart); a name its start
+// ("word_embe…": the start says what it is).
+Qt::TextElideMode elisionOf(const QString &label)
+{
+    return !label.isEmpty() && label.back().isDigit() ? Qt::ElideLeft : Qt::ElideRight;
+}
+
 } // namespace
+
+void labelBlocksWithoutSharedPrefix(DeviceColumnsData &data)
+{
+    QStringList names;
+    for (const DeviceColumn &column : data.devices)
+        for (const DeviceModuleBlock &block : column.modules)
+            names << block.module;
+    const QString prefix = sharedContainerPrefix(names);
+    if (prefix.isEmpty())
+        return;
+    QStringList shortNames;
+    for (const QString &name : names)
+        shortNames << (name.startsWith(prefix) ? name.mid(prefix.size()) : name);
+    if (QSet<QString>(shortNames.begin(), shortNames.end()).size() != names.size())
+        return;
+    for (DeviceColumn &column : data.devices)
+        for (DeviceModuleBlock &block : column.modules)
+            if (block.label.isEmpty() && block.module.startsWith(prefix))
+                block.label = block.module.mid(prefix.size());
+}
 
 qint64 MemoryBreakdown::total() const
 {
@@ -284,8 +329,10 @@ QString DeviceColumnsWidget::toolTipFor(const Hit &hit) const
     const QString name = device.subtitle.isEmpty() ? device.title : device.title + QStringLiteral(" (") + device.subtitle + QLatin1Char(')');
     if (hit.block >= 0) {
         const DeviceModuleBlock &block = device.modules[hit.block];
-        QStringList lines{block.label.isEmpty() ? block.module : block.label,
-                          QStringLiteral("%1 (%2)").arg(formatBytes(block.bytes), formatExactBytes(block.bytes))};
+        QStringList lines{block.label.isEmpty() ? block.module : block.label};
+        if (!block.label.isEmpty() && !block.label.contains(QStringLiteral("..")) && block.label != block.module)
+            lines << block.module; // the full name, as the device map and the module tree write it
+        lines << QStringLiteral("%1 (%2)").arg(formatBytes(block.bytes), formatExactBytes(block.bytes));
         if (!block.detail.isEmpty())
             lines << block.detail;
         lines << tr("Drag onto another device to move it there.");
@@ -583,7 +630,7 @@ void DeviceColumnsWidget::paintColumn(QPainter &painter, int index, const QRect 
         painter.drawText(inner, Qt::AlignRight | Qt::AlignVCenter, size);
         const QString label = block.label.isEmpty() ? block.module : block.label;
         painter.drawText(inner.adjusted(0, 0, -sizeWidth - 8, 0), Qt::AlignLeft | Qt::AlignVCenter,
-                         fm.elidedText(label, Qt::ElideLeft, inner.width() - sizeWidth - 8)); // the end tells blocks apart
+                         fm.elidedText(label, elisionOf(label), inner.width() - sizeWidth - 8));
     }
 }
 

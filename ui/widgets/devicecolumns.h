@@ -69,6 +69,12 @@ struct DeviceColumnsData {
     QList<DeviceColumn> devices;
 };
 
+/// Labels the blocks that have none by their module name without the dotted prefix every nested block
+/// shares ("model.layers.12" -> "layers.12", "transformer.h.3" -> "h.3"; a top-level "lm_head" stays):
+/// a narrow column then shows the part that tells blocks apart. Names stay whole when shortening would
+/// make two labels equal.
+void labelBlocksWithoutSharedPrefix(DeviceColumnsData &data);
+
 /// The device columns (see the top of this file).
 class DeviceColumnsWidget : public QWidget {
     Q_OBJECT

@@ -210,6 +210,7 @@ class Recorder:
         self._deferred = {}
         self._probing = None
         self._backward_calls = 0
+        self._skipped_nograd = 0  # no-grad ops outside backward that wrote nothing autograd saved
         self._backward_ok = 0
         # NaN search
         self._nan_active = bool(options.nan_check)
@@ -224,6 +225,10 @@ class Recorder:
     # ------------------------------------------------------------------ window
     def _reset_window(self):
         self._window += 1
+        # Storages autograd saved a tensor of, in this window and the one before (a graph kept with
+        # retain_graph=True reaches back one window): only a no-grad write to one of them can matter.
+        self._saved_keys_prev = getattr(self, "_saved_keys", set())
+        self._saved_keys = set()
         self._saved_dropped = 0
         # storage labels of storages no address maps to any more (a long run makes new ones each step)
         if len(getattr(self, "_slabel", ())) > 4 * len(getattr(self, "_sids", ())) + 1024:
@@ -500,6 +505,12 @@ class Recorder:
             except Exception:
                 return func(*args, **kwargs)
         Tensor = self.Tensor
+        if self._bw_depth == 0 and not self._grad_enabled() and not self._writes_saved(info, args, kwargs, Tensor):
+            # No-grad work outside backward (an optimizer's updates, a no-grad fill) makes no node and saves
+            # nothing: unless it writes a storage autograd saved, no diagnosis can need it. The optimizer
+            # step is most of a small model's ops; skipping its bookkeeping halves the recorder's cost there.
+            self._skipped_nograd += 1
+            return info.call(*args, **kwargs)
         tinfo = self._tinfo
         op = None
         try:
@@ -640,6 +651,30 @@ class Recorder:
         except Exception as exc:
             self._internal_error(info.name, exc)
         return out
+
+    def _writes_saved(self, info, args, kwargs, Tensor):
+        """Whether the op writes a tensor whose storage autograd saved (this window or the one before)."""
+        keys, prev = self._saved_keys, self._saved_keys_prev
+        if not keys and not prev:
+            return False
+        wflags = info.arg_writes
+        for i in range(min(len(wflags), len(args))):
+            if wflags[i] and isinstance(args[i], Tensor):
+                if self._saved_key_of(args[i], keys, prev):
+                    return True
+        if kwargs and info.kw_writes:
+            for k, a in kwargs.items():
+                if info.kw_writes.get(k, False) and isinstance(a, Tensor) and self._saved_key_of(a, keys, prev):
+                    return True
+        return False
+
+    @staticmethod
+    def _saved_key_of(t, keys, prev):
+        try:
+            key = t.data_ptr() - t.storage_offset() * t.element_size()
+        except Exception:
+            return True  # no single storage: record it, to be safe
+        return key in keys or key in prev
 
     def _internal_error(self, where, exc):
         """The recorder's own failure: said once per place, counted, never raised into the program."""
@@ -822,6 +857,10 @@ class Recorder:
                     break
         info.sid = self._next_saved
         self._next_saved += 1
+        try:
+            self._saved_keys.add(t.data_ptr() - t.storage_offset() * t.element_size())
+        except Exception:
+            pass
         info.window = self._window
         info.tensor = self._tinfo(t, False)
         info.version = info.tensor[R.VERSION_BEFORE]

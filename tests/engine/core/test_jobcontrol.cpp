@@ -12,7 +12,8 @@ TEST(JobControl, CancelWakesAPausedJob)
     control.setPaused(true);
     std::atomic<int> result{-1};
     std::thread worker([&] { result = control.waitWhilePaused() ? 1 : 0; });
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Held: the worker waits in waitWhilePaused (the bound only ends a run where it never does).
+    EXPECT_TRUE(control.waitUntilHeld(std::chrono::seconds(60))) << "the worker never waited";
     EXPECT_EQ(result.load(), -1) << "should still be paused";
     control.requestCancel();
     worker.join();
@@ -26,6 +27,7 @@ TEST(JobControl, ResumeContinues)
     control.setPaused(true);
     std::atomic<int> result{-1};
     std::thread worker([&] { result = control.waitWhilePaused() ? 1 : 0; });
+    EXPECT_TRUE(control.waitUntilHeld(std::chrono::seconds(60))) << "the worker never waited";
     control.setPaused(false);
     worker.join();
     EXPECT_EQ(result.load(), 1);

@@ -4,8 +4,9 @@
 Run with /usr/bin/python3 (python3-torch). Computes in float64 with its own RMSNorm, rotary
 embedding (rotate_half convention; RoPE scaling "linear" and "llama3" as in transformers'
 modeling_rope_utils), grouped-query attention, Mistral's sliding window (a query sees keys
-q - W < k <= q, as transformers' masking_utils), Qwen2's q/k/v biases, Llama's attention_bias and
-the SwiGLU MLP; shares no code with the C++ model.
+q - W < k <= q, as transformers' masking_utils), Qwen2's q/k/v biases, Llama's and Qwen3's attention_bias,
+Qwen3's per-head RMSNorm of q and k (over head_dim, after the projection, before rotary) and the
+SwiGLU MLP; shares no code with the C++ model.
 
   reference_llama.py CASE.json OUT.json   CASE: {"config": {config.json keys}, "input_ids": [[..]],
                                           "position_offset": n, "weights_dir": path | "weights": "formula"}
@@ -44,11 +45,16 @@ def qkv_bias(cfg):
 
 
 def o_bias(cfg):
-    return cfg.get("model_type", "llama") == "llama" and bool(cfg.get("attention_bias", False))
+    return cfg.get("model_type", "llama") in ("llama", "qwen3") and bool(cfg.get("attention_bias", False))
+
+
+def qk_norm(cfg):
+    """Qwen3: q_norm and k_norm, one weight of head_dim each, registered after o_proj."""
+    return cfg.get("model_type") == "qwen3"
 
 
 def parameter_shapes(cfg):
-    """Hugging Face's LlamaForCausalLM / MistralForCausalLM / Qwen2ForCausalLM parameters, in registration order."""
+    """Hugging Face's Llama / Mistral / Qwen2 / Qwen3ForCausalLM parameters, in registration order."""
     h, i, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     nh = cfg["num_attention_heads"]
     nkv = cfg.get("num_key_value_heads") or nh
@@ -64,6 +70,8 @@ def parameter_shapes(cfg):
         shapes.append((p + "self_attn.o_proj.weight", (h, nh * hd)))
         if o_bias(cfg):
             shapes.append((p + "self_attn.o_proj.bias", (h,)))
+        if qk_norm(cfg):
+            shapes += [(p + "self_attn.q_norm.weight", (hd,)), (p + "self_attn.k_norm.weight", (hd,))]
         shapes += [
             (p + "mlp.gate_proj.weight", (i, h)),
             (p + "mlp.up_proj.weight", (i, h)),
@@ -171,8 +179,13 @@ def forward(cfg, w, ids, offset):
     for layer in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{layer}."
         a = rms_norm(x, w[p + "input_layernorm.weight"], eps)
-        q = proj(a, p + "self_attn.q_proj").reshape(b, t, nh, hd).transpose(1, 2)
-        k = proj(a, p + "self_attn.k_proj").reshape(b, t, nkv, hd).transpose(1, 2)
+        q = proj(a, p + "self_attn.q_proj").reshape(b, t, nh, hd)
+        k = proj(a, p + "self_attn.k_proj").reshape(b, t, nkv, hd)
+        if qk_norm(cfg):  # each head on its own: the mean of squares runs over head_dim only
+            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
+        q = q.transpose(1, 2)
+        k = k.transpose(1, 2)
         v = proj(a, p + "self_attn.v_proj").reshape(b, t, nkv, hd).transpose(1, 2)
         q = rotary(q, positions, theta, scaling)
         k = rotary(k, positions, theta, scaling)
@@ -237,6 +250,13 @@ def golden_cases():
               "rope_scaling": {"type": "linear", "factor": 2.5}, "attention_bias": True,
               "tie_word_embeddings": True, "hidden_act": "silu"}
 
+    # Qwen3: per-head q/k RMSNorm, head_dim 12 where hidden / heads is 8, GQA, untied, an offset.
+    qwen3 = {"model_type": "qwen3", "vocab_size": 48, "hidden_size": 32, "intermediate_size": 40,
+             "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 12,
+             "max_position_embeddings": 64, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+             "attention_bias": False, "use_sliding_window": False, "tie_word_embeddings": False,
+             "hidden_act": "silu"}
+
     def ids(cfg, b, t):
         return [[(7 * j + 3 * r + 1) % cfg["vocab_size"] for j in range(t)] for r in range(b)]
 
@@ -250,6 +270,8 @@ def golden_cases():
          "position_offset": 0},
         {"name": "linear_rope_attention_bias_offset", "config": linear, "input_ids": ids(linear, 2, 12),
          "position_offset": 3},
+        {"name": "qwen3_qk_norm_head_dim_offset", "config": qwen3, "input_ids": ids(qwen3, 2, 9),
+         "position_offset": 2},
     ]
 
 

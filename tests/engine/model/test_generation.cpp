@@ -77,7 +77,7 @@ std::vector<LlamaConfig> generationConfigs()
 {
     LlamaConfig window = tinyLlama("mistral", false, 1);
     window.slidingWindow = 4;
-    return {tinyLlama("llama", false, 2), tinyLlama("qwen2", true, 2), window};
+    return {tinyLlama("llama", false, 2), tinyLlama("qwen2", true, 2), window, testing_support::tinyQwen3()};
 }
 
 torch::Tensor logitsOf(std::vector<float> probs)

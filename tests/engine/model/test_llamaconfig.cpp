@@ -131,6 +131,76 @@ TEST(LlamaConfig, RefusesUnimplementedFeaturesByName)
                   {"Qwen2Attention always has q/k/v biases"});
 }
 
+TEST(LlamaConfig, Qwen3RefusesWhatWouldChangeItsMathsByName)
+{
+    const json qwen3 = with(tinyJson(), "model_type", "qwen3");
+    // use_sliding_window makes layers max_window_layers.. sliding-window layers (Qwen3Config).
+    json sliding = with(with(qwen3, "use_sliding_window", true), "max_window_layers", 1);
+    expectRefused(sliding, "use_sliding_window", {"sliding-window", "not supported", "layers 1 and above"});
+    // Without max_window_layers the class default, 28, applies: 30 layers reach it, 2 do not.
+    expectRefused(with(with(with(qwen3, "use_sliding_window", true), "sliding_window", 8), "num_hidden_layers", 30),
+                  "use_sliding_window", {"layers 28 and above"});
+    EXPECT_NO_THROW(LlamaConfig::fromJson(with(with(qwen3, "use_sliding_window", true), "sliding_window", 8), "cfg.json"));
+    expectRefused(with(qwen3, "layer_types", json{"full_attention", "sliding_attention"}), "layer_types",
+                  {"\"sliding_attention\"", "not supported"});
+    expectRefused(with(qwen3, "mlp_bias", true), "mlp_bias", {"not supported"});
+    expectRefused(with(qwen3, "rope_scaling", json{{"rope_type", "yarn"}, {"factor", 4.0}}), "rope_scaling.rope_type",
+                  {"yarn"});
+    expectRefused(with(qwen3, "attention_dropout", 0.1), "attention_dropout", {"not supported"});
+    expectRefused(with(qwen3, "hidden_act", "gelu"), "hidden_act", {"gelu"});
+
+    // What changes nothing is accepted: a window that reaches no layer, a window without use_sliding_window,
+    // layer_types of full attention only.
+    EXPECT_NO_THROW(LlamaConfig::fromJson(with(with(qwen3, "use_sliding_window", true), "max_window_layers", 2), "cfg.json"));
+    EXPECT_NO_THROW(LlamaConfig::fromJson(with(with(qwen3, "use_sliding_window", true), "sliding_window", nullptr), "cfg.json"));
+    EXPECT_NO_THROW(LlamaConfig::fromJson(with(qwen3, "sliding_window", 4096), "cfg.json"));
+    EXPECT_NO_THROW(LlamaConfig::fromJson(with(qwen3, "layer_types", json{"full_attention", "full_attention"}), "cfg.json"));
+}
+
+TEST(LlamaConfig, Qwen3ReadsHeadDimBiasAndItsClassDefaults)
+{
+    const json qwen3 = with(tinyJson(), "model_type", "qwen3");
+    const LlamaConfig plain = LlamaConfig::fromJson(qwen3, "cfg.json");
+    EXPECT_TRUE(plain.hasQkNorm());
+    EXPECT_FALSE(plain.hasQkvBias());
+    EXPECT_FALSE(plain.hasOutputBias());
+    EXPECT_EQ(plain.effectiveHeadDim(), 128) << "Qwen3Config's head_dim default, not hidden_size / heads";
+    EXPECT_EQ(plain.className("Attention"), "Qwen3Attention");
+    EXPECT_EQ(LlamaConfig::fromJson(with(qwen3, "head_dim", 12), "cfg.json").effectiveHeadDim(), 12);
+    const LlamaConfig bias = LlamaConfig::fromJson(with(qwen3, "attention_bias", true), "cfg.json");
+    EXPECT_TRUE(bias.hasQkvBias());
+    EXPECT_TRUE(bias.hasOutputBias()) << "Qwen3Attention's attention_bias covers o_proj too";
+    json bare = qwen3;
+    bare.erase("vocab_size");
+    bare.erase("max_position_embeddings");
+    const LlamaConfig defaults = LlamaConfig::fromJson(bare, "cfg.json");
+    EXPECT_EQ(defaults.vocabSize, 151936);
+    EXPECT_EQ(defaults.maxPositionEmbeddings, 32768);
+    EXPECT_FALSE(LlamaConfig::fromJson(tinyJson(), "cfg.json").hasQkNorm());
+
+    // toJson reads back to the same config, head_dim and attention_bias included.
+    for (const LlamaConfig &c : {LlamaConfig::fromJson(with(qwen3, "head_dim", 12), "cfg.json"), bias}) {
+        const LlamaConfig back = LlamaConfig::fromJson(c.toJson(), "back");
+        EXPECT_EQ(back.toJson(), c.toJson());
+        EXPECT_EQ(back.effectiveHeadDim(), c.effectiveHeadDim());
+        EXPECT_EQ(back.attentionBias, c.attentionBias);
+        EXPECT_EQ(c.toJson().at("architectures"), json{"Qwen3ForCausalLM"});
+    }
+
+    // The published Qwen/Qwen3-0.6B config.json.
+    const auto file = std::filesystem::path(TUNEBENCH_TEST_DATA) / "model" / "configs" / "qwen3-0.6b.json";
+    const LlamaConfig published = LlamaConfig::fromFile(file);
+    EXPECT_EQ(published.modelType, "qwen3");
+    EXPECT_EQ(published.effectiveHeadDim(), 128);
+    EXPECT_EQ(published.hiddenSize, 1024);
+    EXPECT_EQ(published.numAttentionHeads * published.effectiveHeadDim(), 2048) << "wider than hidden_size";
+    EXPECT_TRUE(published.tieWordEmbeddings);
+    EXPECT_DOUBLE_EQ(published.ropeTheta, 1e6);
+    EXPECT_DOUBLE_EQ(published.rmsNormEps, 1e-6);
+    EXPECT_EQ(published.slidingWindow, 0);
+    EXPECT_EQ(published.eosTokenId, 151645);
+}
+
 TEST(LlamaConfig, MistralAndQwen2WithTheirClassDefaults)
 {
     json mistral = with(tinyJson(), "model_type", "mistral");

@@ -1,4 +1,4 @@
-// The engine's LLaMA-family model with Mistral and Qwen2 configs, RoPE scaling and attention biases:
+// The engine's LLaMA-family model with Mistral, Qwen2 and Qwen3 configs, RoPE scaling and attention biases:
 // structure against the module tree, behaviour of the sliding window and the KV cache.
 #include "engine/model/llamaconfig.h"
 #include "engine/model/llamamodel.h"
@@ -19,6 +19,7 @@ using testing_support::maxAbsDiff;
 using testing_support::randomLlama;
 using testing_support::someIds;
 using testing_support::tinyLlama;
+using testing_support::tinyQwen3;
 
 namespace {
 
@@ -37,7 +38,7 @@ std::vector<LlamaConfig> structureConfigs()
     LlamaConfig llama3 = tinyLlama("llama", true);
     llama3.ropeScaling = {"llama3", 8.0, 1.0, 4.0, 16};
     return {tinyLlama("llama"), tinyLlama("llama", true), bias, tinyLlama("qwen2"), tinyLlama("qwen2", true, 1),
-            withWindow(tinyLlama("mistral"), 4), headDim, llama3};
+            withWindow(tinyLlama("mistral"), 4), headDim, llama3, tinyQwen3(), tinyQwen3(true, true)};
 }
 
 } // namespace
@@ -80,6 +81,35 @@ TEST(LlamaFamily, BiasesWhereHuggingFacePutsThem)
         LlamaForCausalLM(tinyLlama("mistral"))->named_parameters().contains("model.layers.0.self_attn.q_proj.bias"));
 }
 
+TEST(LlamaFamily, Qwen3NormsEachHeadOfQueriesAndKeys)
+{
+    LlamaConfig config = tinyQwen3();
+    const auto params = LlamaForCausalLM(config)->named_parameters();
+    ASSERT_TRUE(params.contains("model.layers.0.self_attn.q_norm.weight"));
+    ASSERT_TRUE(params.contains("model.layers.1.self_attn.k_norm.weight"));
+    EXPECT_EQ(params["model.layers.0.self_attn.q_norm.weight"].sizes().vec(), std::vector<int64_t>{12}) << "head_dim";
+    EXPECT_FALSE(params.contains("model.layers.0.self_attn.q_proj.bias"));
+    EXPECT_FALSE(params.contains("model.layers.0.self_attn.o_proj.bias"));
+    EXPECT_FALSE(LlamaForCausalLM(tinyLlama("qwen2"))->named_parameters().contains("model.layers.0.self_attn.q_norm.weight"));
+    // attention_bias puts biases on all four projections, as on llama.
+    const auto biased = LlamaForCausalLM(tinyQwen3(false, true))->named_parameters();
+    EXPECT_TRUE(biased.contains("model.layers.0.self_attn.k_proj.bias"));
+    EXPECT_TRUE(biased.contains("model.layers.0.self_attn.o_proj.bias"));
+
+    // The norm is per head: scaling one head of q_proj's output leaves the logits unchanged (RMSNorm is
+    // scale-invariant), which a norm over the whole projection would not.
+    config.numHiddenLayers = 1;
+    LlamaForCausalLM model = randomLlama(config, 5);
+    torch::NoGradGuard noGrad;
+    const torch::Tensor ids = someIds(2, 7);
+    const torch::Tensor before = model->forward(ids);
+    model->model->decoderLayers()[0]->self_attn->q_proj->weight.narrow(0, 12, 12).mul_(7.0);
+    model->model->decoderLayers()[0]->self_attn->k_proj->weight.narrow(0, 0, 12).mul_(0.25);
+    EXPECT_LT(maxAbsDiff(model->forward(ids), before), 1e-4);
+    model->model->decoderLayers()[0]->self_attn->q_norm->weight.narrow(0, 0, 1).mul_(3.0);
+    EXPECT_GT(maxAbsDiff(model->forward(ids), before), 1e-3) << "q_norm's weight is used";
+}
+
 TEST(LlamaFamily, InitializeWeightsZeroesBiases)
 {
     LlamaForCausalLM model(tinyLlama("qwen2"));
@@ -94,9 +124,9 @@ TEST(LlamaFamily, InitializeWeightsZeroesBiases)
     }
 }
 
-TEST(LlamaFamily, BiasesAndWindowGetFiniteGradients)
+TEST(LlamaFamily, BiasesWindowAndQkNormGetFiniteGradients)
 {
-    for (const LlamaConfig &config : {tinyLlama("qwen2", true), withWindow(tinyLlama("mistral"), 3)}) {
+    for (const LlamaConfig &config : {tinyLlama("qwen2", true), withWindow(tinyLlama("mistral"), 3), tinyQwen3(true, true)}) {
         LlamaForCausalLM model = randomLlama(config);
         const torch::Tensor ids = someIds(2, 9);
         const torch::Tensor logits = model->forward(ids.slice(1, 0, 8));

@@ -368,8 +368,9 @@ TEST(LlamaModel, MatchesCheckedInGoldenLogits)
 {
     const json golden = readJson(std::filesystem::path(TUNEBENCH_TEST_DATA) / "model" / "llama_golden.json");
     // llama GQA untied; llama MQA tied with head_dim and offset; qwen2 q/k/v biases tied GQA; mistral
-    // sliding window; llama3 RoPE over 3 × original_max_position_embeddings; linear RoPE with attention_bias.
-    ASSERT_EQ(golden.at("cases").size(), 6u);
+    // sliding window; llama3 RoPE over 3 × original_max_position_embeddings; linear RoPE with attention_bias;
+    // qwen3's per-head q/k norm with head_dim 12 (hidden / heads is 8) and an offset.
+    ASSERT_EQ(golden.at("cases").size(), 7u);
     for (const json &testCase : golden.at("cases")) {
         const LlamaConfig config = LlamaConfig::fromJson(testCase.at("config"), "llama_golden.json");
         LlamaForCausalLM model(config);
@@ -419,6 +420,8 @@ TEST(LlamaModel, MatchesIndependentPythonReference)
     linear.attentionBias = true;
     linear.ropeScaling = {"linear", 3.0, 1.0, 4.0, 8192};
     cases.push_back({"linear_rope_bias", linear, 10, 6});
+    cases.push_back({"qwen3_qk_norm_head_dim", testing_support::tinyQwen3(false, false, 2), 11, 3});
+    cases.push_back({"qwen3_tied_bias_mqa", testing_support::tinyQwen3(true, true, 1), 9, 0});
 
     // Weights of every case as <dir>/<case>/<parameter>.f32, then one Python run over all cases.
     TempDir dir("model-reference");

@@ -371,6 +371,105 @@ lm_head Linear
     EXPECT_EQ(tree.parameterCount(), 128 + 48 + (16 + 216 + 72 + 16 + 288 + 264) + 16);
 }
 
+TEST(ModuleTree, TinyQwen3ListsQkNormsAfterTheProjections)
+{
+    json config = tinyLlama();
+    config["model_type"] = "qwen3";
+    config["num_hidden_layers"] = 1;
+    config["head_dim"] = 6; // not hidden_size / heads = 4
+    config["attention_bias"] = false;
+    config["use_sliding_window"] = false;
+    config["sliding_window"] = nullptr;
+    const ModuleTree tree = moduleTreeFromConfig(config, "cfg.json");
+    EXPECT_EQ(dump(tree), R"( Qwen3ForCausalLM
+model Qwen3Model
+model.embed_tokens Embedding
+  weight [16,8]
+model.layers ModuleList
+model.layers.0 Qwen3DecoderLayer noSplit
+model.layers.0.self_attn Qwen3Attention
+model.layers.0.self_attn.q_proj Linear
+  weight [12,8]
+model.layers.0.self_attn.k_proj Linear
+  weight [6,8]
+model.layers.0.self_attn.v_proj Linear
+  weight [6,8]
+model.layers.0.self_attn.o_proj Linear
+  weight [8,12]
+model.layers.0.self_attn.q_norm Qwen3RMSNorm
+  weight [6]
+model.layers.0.self_attn.k_norm Qwen3RMSNorm
+  weight [6]
+model.layers.0.mlp Qwen3MLP
+model.layers.0.mlp.gate_proj Linear
+  weight [12,8]
+model.layers.0.mlp.up_proj Linear
+  weight [12,8]
+model.layers.0.mlp.down_proj Linear
+  weight [8,12]
+model.layers.0.input_layernorm Qwen3RMSNorm
+  weight [8]
+model.layers.0.post_attention_layernorm Qwen3RMSNorm
+  weight [8]
+model.norm Qwen3RMSNorm
+  weight [8]
+model.rotary_emb Qwen3RotaryEmbedding
+  buffer inv_freq [3] float32 non-persistent
+lm_head Linear
+  weight [16,8]
+)");
+    EXPECT_EQ(tree.noSplitClasses, std::vector<std::string>{"Qwen3DecoderLayer"});
+    EXPECT_TRUE(tree.tiedParameters.empty());
+    // Without head_dim Qwen3Config's default of 128 applies, not hidden_size / heads.
+    config.erase("head_dim");
+    EXPECT_EQ(moduleTreeFromConfig(config, "cfg.json").find("model.layers.0.self_attn.q_norm")->parameters.front().shape,
+              std::vector<int64_t>{128});
+}
+
+// Hand-derived parameter counts of Qwen3 shapes: V vocab, h hidden, a heads, g kv heads, d head_dim,
+// f intermediate, L layers.
+int64_t qwen3Count(int64_t V, int64_t h, int64_t a, int64_t g, int64_t d, int64_t f, int64_t L, bool tied)
+{
+    const int64_t perLayer = h * (a * d)       // q_proj
+        + 2 * h * (g * d)                      // k_proj, v_proj
+        + (a * d) * h                          // o_proj
+        + 2 * d                                // q_norm, k_norm
+        + 3 * h * f                            // gate_proj, up_proj, down_proj
+        + 2 * h;                               // input_layernorm, post_attention_layernorm
+    return V * h + L * perLayer + h + (tied ? 0 : V * h);
+}
+
+TEST(ModuleTree, Qwen3TreesHaveHandDerivedAndPublishedCounts)
+{
+    // Qwen/Qwen3-0.6B's config.json (tests/data): tied embeddings, head_dim 128 with hidden 1024 and 16 heads.
+    const ModuleTree small = moduleTreeFromFolder(kConfigs / "qwen3-0.6b.json");
+    EXPECT_EQ(small.parameterCount(), qwen3Count(151936, 1024, 16, 8, 128, 3072, 28, true));
+    EXPECT_EQ(small.parameterCount(), 596'049'920);
+    EXPECT_NEAR(double(small.parameterCount()) / 1e9, 0.6, 0.01) << "published: 0.6B";
+    EXPECT_EQ(small.parameterBytes(), 2 * small.parameterCount()) << "bfloat16";
+    EXPECT_EQ(small.tiedParameters.size(), 1u);
+    EXPECT_EQ(small.find("model.layers.27.self_attn.q_proj")->parameters.front().shape,
+              (std::vector<int64_t>{2048, 1024}));
+    EXPECT_EQ(small.find("model.layers.27")->parameterCount(), qwen3Count(0, 1024, 16, 8, 128, 3072, 1, true) - 1024);
+    EXPECT_TRUE(small.find("model.layers.27")->noSplit);
+    EXPECT_EQ(engine::model::LlamaConfig::fromFile(kConfigs / "qwen3-0.6b.json").parameterCount(), small.parameterCount());
+
+    // Qwen/Qwen3-8B: the same keys with its sizes, untied.
+    json config = json::parse(std::ifstream(kConfigs / "qwen3-0.6b.json"));
+    config["hidden_size"] = 4096;
+    config["intermediate_size"] = 12288;
+    config["num_hidden_layers"] = 36;
+    config["num_attention_heads"] = 32;
+    config["max_window_layers"] = 36;
+    config["tie_word_embeddings"] = false;
+    const ModuleTree large = moduleTreeFromConfig(config, "qwen3-8b");
+    EXPECT_EQ(large.parameterCount(), qwen3Count(151936, 4096, 32, 8, 128, 12288, 36, false));
+    EXPECT_EQ(large.parameterCount(), 8'190'735'360);
+    EXPECT_NEAR(double(large.parameterCount()) / 1e9, 8.2, 0.05) << "published: 8.2B";
+    EXPECT_TRUE(large.tiedParameters.empty());
+    EXPECT_EQ(large.find("lm_head")->parameterCount(false), 151936 * 4096);
+}
+
 // Published config.json files; the counts are those of the released checkpoints.
 TEST(ModuleTree, RealConfigsHaveThePublishedParameterCounts)
 {
@@ -478,6 +577,11 @@ TEST(ModuleTree, RefusesWhatItCannotLayOutByName)
     bias["model_type"] = "qwen2";
     bias["mlp_bias"] = true;
     expectRefused(bias, "mlp_bias", "not supported");
+    json qwen3 = tinyLlama();
+    qwen3["model_type"] = "qwen3";
+    qwen3["use_sliding_window"] = true;
+    qwen3["max_window_layers"] = 1;
+    expectRefused(qwen3, "use_sliding_window", "sliding-window");
     // transformers 5 writes "dtype" instead of "torch_dtype".
     EXPECT_EQ(moduleTreeFromConfig(json{{"model_type", "gpt2"}, {"dtype", "bfloat16"}}, "cfg.json").dtype, "bfloat16");
 }

@@ -2,9 +2,10 @@
 // CPU allocator, installed with c10::SetCPUAllocator before the model exists) sees every CPU
 // allocation of a training step of the engine's LLaMA model (fp32, the engine's AdamW, gradients set to
 // None before the forward): full fine-tuning and the demo's LoRA, each with and without gradient
-// checkpointing, on the demo config and a larger GQA config. The planner's cpu peak for the same
-// settings must lie within 15 %. docs/memory-estimate.md lists the measured numbers. On a GPU the same
-// steps run on cuda:0 and the caching allocator's max_memory_allocated is the measurement (_CUDA).
+// checkpointing, on the demo config, a larger GQA config and a Qwen3 one of that size. The planner's
+// cpu peak for the same settings must lie within 15 %. docs/memory-estimate.md lists the measured
+// numbers. On a GPU the same steps run on cuda:0 and the caching allocator's max_memory_allocated is
+// the measurement (_CUDA).
 
 #include "engine/core/systeminfo.h"
 #include "engine/core/torchversion.h"
@@ -241,12 +242,22 @@ LlamaConfig largerConfig()
     return config;
 }
 
-// Both configurations for one kind of run.
+// Qwen3: per-head q/k norms, and heads * head_dim (512) wider than hidden_size (256).
+LlamaConfig qwen3Config()
+{
+    LlamaConfig config = largerConfig();
+    config.modelType = "qwen3";
+    config.headDim = 64;
+    return config;
+}
+
+// The three configurations for one kind of run.
 void measureBoth(const std::string &kind, Run run)
 {
     at::set_num_threads(1);
     report("demo b8 s128, " + kind, measure(engine::model::demoConfig(), 8, 128, run));
     report("256h x 4 layers GQA b4 s256, " + kind, measure(largerConfig(), 4, 256, run));
+    report("qwen3 256h x 4 layers head_dim 64 b4 s256, " + kind, measure(qwen3Config(), 4, 256, run));
 }
 
 } // namespace

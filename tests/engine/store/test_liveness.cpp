@@ -48,9 +48,10 @@ TEST(ProcessLiveness, ZombieAndReapedChildrenAreGone)
     ASSERT_GE(child, 0);
     if (child == 0)
         ::_exit(0);
-    // Until reaped the child is a zombie: its /proc entry remains but it runs no more.
-    for (int i = 0; i < 200 && processStartTime(child); ++i)
-        ::usleep(5000);
+    // Until reaped the child is a zombie: its /proc entry remains but it runs no more. waitid with
+    // WNOWAIT returns once it has exited and leaves it unreaped (no polling, no guess of how long).
+    siginfo_t info{};
+    ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
     EXPECT_FALSE(processStartTime(child));
     int status = 0;
     ASSERT_EQ(::waitpid(child, &status, 0), child);

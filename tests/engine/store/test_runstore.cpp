@@ -13,6 +13,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
+
 #include <atomic>
 #include <cmath>
 #include <fstream>
@@ -562,8 +565,10 @@ TEST(RunStore, RunFolderFollowsOutputDirThenOutputRootThenTheOldDefault)
               std::filesystem::current_path() / "relative" / "runs");
 }
 
-// A second connection (as another process or the UI thread would hold) reads while the first
-// writes: it never blocks, and it sees whole batches only.
+// A second connection (as another process or the UI thread would hold) reads while the first writes:
+// the writer's thread stops inside each batch's open transaction (the store's hook) until the reader has
+// read, so every read provably overlaps a write. The reader never blocks (WAL) and sees the batches
+// committed before, whole, and nothing of the open one.
 TEST(RunStoreConcurrency, SecondConnectionReadsWhileFirstWrites)
 {
     TempDir dir("store");
@@ -571,10 +576,20 @@ TEST(RunStoreConcurrency, SecondConnectionReadsWhileFirstWrites)
     auto writerStore = RunStore::open(path);
     auto reader = RunStore::open(path);
     const int64_t run = writerStore.createRun("live", "{}", "m");
-    constexpr int kSteps = 300;
+    constexpr int kSteps = 30;
     constexpr int kKeys = 4;
 
-    std::atomic<bool> done{false};
+    std::mutex mutex;
+    std::condition_variable turn;
+    int open = -1;   // the step whose batch waits uncommitted, -1 none
+    int read = -1;   // the last step the reader has read during
+    bool finished = false; // the writer's thread has returned (an error ends it early)
+    writerStore.setBeforeMetricsCommit([&] {
+        std::unique_lock lock(mutex);
+        ++open;
+        turn.notify_all();
+        turn.wait(lock, [&] { return read == open; });
+    });
     std::string writerError;
     std::thread writer([&] {
         try {
@@ -590,26 +605,37 @@ TEST(RunStoreConcurrency, SecondConnectionReadsWhileFirstWrites)
         } catch (const std::exception &e) {
             writerError = e.what();
         }
-        done = true;
+        const std::lock_guard lock(mutex);
+        finished = true;
+        turn.notify_all();
     });
 
     RawDb raw(path);
-    int reads = 0;
-    size_t lastSeen = 0;
-    while (!done) {
+    int readsDuringWrites = 0;
+    for (int step = 0; step < kSteps; ++step) {
+        {
+            std::unique_lock lock(mutex);
+            turn.wait(lock, [&] { return open == step || finished; });
+            if (open != step)
+                break;
+        }
+        // Batch `step` is inserted and not committed: steps 0 .. step-1 are visible, whole.
         const auto k0 = reader.metric(run, "k0");
-        EXPECT_GE(k0.size(), lastSeen); // never goes backwards
-        // One statement reads one snapshot: it holds whole batches only.
-        const int rows = std::stoi(raw.query("SELECT count(*) FROM metrics"));
-        EXPECT_EQ(rows % kKeys, 0) << rows;
+        EXPECT_EQ(k0.size(), static_cast<size_t>(step)) << "during batch " << step;
         for (size_t i = 0; i < k0.size(); ++i)
-            ASSERT_EQ(k0[i].step, static_cast<int64_t>(i));
-        lastSeen = k0.size();
-        ++reads;
+            EXPECT_EQ(k0[i].step, static_cast<int64_t>(i));
+        EXPECT_EQ(reader.metric(run, "k3").size(), static_cast<size_t>(step));
+        EXPECT_EQ(raw.query("SELECT count(*) FROM metrics"), std::to_string(step * kKeys)) << "during batch " << step;
+        ++readsDuringWrites;
+        {
+            const std::lock_guard lock(mutex);
+            read = step;
+        }
+        turn.notify_all();
     }
     writer.join();
     EXPECT_EQ(writerError, "");
-    EXPECT_GT(reads, 0);
+    EXPECT_EQ(readsDuringWrites, kSteps) << "the hook did not hold every batch open";
     EXPECT_EQ(reader.metric(run, "k0").size(), static_cast<size_t>(kSteps));
     EXPECT_EQ(reader.metric(run, "k3").size(), static_cast<size_t>(kSteps));
     EXPECT_EQ(reader.listRuns().size(), 1u);

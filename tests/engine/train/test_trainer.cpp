@@ -21,6 +21,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <thread>
 
 namespace fs = std::filesystem;
@@ -414,36 +415,65 @@ TEST_F(TrainerTest, CancelMidRunKeepsMetricsUpToThatStep)
     }
 }
 
+// Paused after step 3, the loop holds before step 4 (JobControl::waitUntilHeld sees it wait) and no
+// step runs until the resume: the order of events decides, not how long a step takes. The 60 s bound only
+// ends a run whose loop never holds.
 TEST_F(TrainerTest, PauseHoldsTheLoopUntilResumed)
 {
     engine::JobControl control;
     RecordingObserver observer;
+    std::mutex mutex;
+    std::vector<std::string> events; // "step N", "held", "resuming", in the order they happened
+    const auto event = [&](std::string text) {
+        const std::lock_guard lock(mutex);
+        events.push_back(std::move(text));
+    };
     std::thread resumer;
-    std::chrono::steady_clock::time_point pausedAt, step4At;
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point started = Clock::now();
+    Clock::time_point step4At;
+    double heldSeconds = 0; // from the moment the loop was seen held to the resume: inside the pause
     observer.onEachStep = [&](const StepMetrics &m) {
+        event("step " + std::to_string(m.step));
         if (m.step == 3) {
             control.setPaused(true);
-            pausedAt = std::chrono::steady_clock::now();
             resumer = std::thread([&] {
-                std::this_thread::sleep_for(std::chrono::milliseconds(400));
+                const bool held = control.waitUntilHeld(std::chrono::seconds(60));
+                const Clock::time_point heldAt = Clock::now();
+                event(held ? "held" : "never held");
+                // Held for as long as the run had taken until then: longer than everything before the
+                // first step, so that a pause counted as training time would show in step 4's wall time
+                // (below). A wait for a measured span, not for another thread's progress.
+                if (held)
+                    std::this_thread::sleep_until(heldAt + (heldAt - started));
+                heldSeconds = std::chrono::duration<double>(Clock::now() - heldAt).count();
+                event("resuming");
                 control.setPaused(false);
             });
         }
         if (m.step == 4)
-            step4At = std::chrono::steady_clock::now();
+            step4At = Clock::now();
     };
     TrainingParams params = tinyParams("pause.sqlite3");
     params.steps = 6;
     const auto outcome = engine::train::runTraining(params, control, observer);
     resumer.join();
     EXPECT_EQ(outcome.status, JobStatus::Succeeded);
-    EXPECT_EQ(observer.steps.size(), 6u);
-    // Step 4 finished only after the resume (a pause that does nothing fails here) ...
-    EXPECT_GE(std::chrono::duration<double>(step4At - pausedAt).count(), 0.39);
-    EXPECT_NE(std::find(observer.logs.begin(), observer.logs.end(), "paused before step 4"), observer.logs.end());
-    // ... and the paused time is not counted as training time.
-    EXPECT_GT(observer.steps[3].wallSeconds - observer.steps[2].wallSeconds, 0.0);
-    EXPECT_LT(observer.steps[3].wallSeconds - observer.steps[2].wallSeconds, 0.25);
+    ASSERT_EQ(observer.steps.size(), 6u);
+    // Held before step 4, and step 4 only after the resume (a pause that does not hold fails here).
+    const std::vector<std::string> expected = {"step 1", "step 2", "step 3", "held", "resuming", "step 4", "step 5", "step 6"};
+    EXPECT_EQ(events, expected);
+    const auto paused = std::find(observer.logs.begin(), observer.logs.end(), "paused before step 4");
+    ASSERT_NE(paused, observer.logs.end());
+    EXPECT_NE(std::find(paused, observer.logs.end(), "resumed"), observer.logs.end());
+    // The paused time is not training time: step 4's wall time (from the trainer's start, which comes after
+    // `started`) is at most the real time until then less the pause. Counted, it would exceed that by the
+    // time before the trainer's start and after step 4's clock reading, less than the hold.
+    const double realUntilStep4 = std::chrono::duration<double>(step4At - started).count();
+    EXPECT_LE(observer.steps[3].wallSeconds, realUntilStep4 - heldSeconds)
+        << "step 4 at " << observer.steps[3].wallSeconds << " s of training; held " << heldSeconds << " s of "
+        << realUntilStep4 << " s";
+    EXPECT_GT(observer.steps[3].wallSeconds, observer.steps[2].wallSeconds);
 }
 
 // Without --output a run's files go beside its database (runs/<id> in the database's folder), so that a
