@@ -105,16 +105,6 @@ std::vector<DeviceSpec> withDisk(std::vector<DeviceSpec> devices)
     return devices;
 }
 
-int lastBeforeDisk(const std::vector<DeviceSpec> &devices)
-{
-    int last = -1;
-    for (size_t i = 0; i < devices.size(); ++i) {
-        if (devices[i].kind != DeviceKind::Disk)
-            last = static_cast<int>(i);
-    }
-    return last;
-}
-
 void finish(Plan &plan, const FlatTree &t, const NodeCosts &costs, const std::vector<int> &deviceOfNode)
 {
     Evaluation ev = evaluate(t, plan.devices, plan.settings, costs, deviceOfNode);
@@ -267,8 +257,8 @@ void placeTraining(Plan &plan, const FlatTree &t, const NodeCosts &costs, const 
             plan.warnings.push_back("offloaded to disk, " + names + " compute on the CPU: their " + bytes(computed)
                                     + " of activations and logits count there, and the CPU does not fit");
     }
-    if (!result.forcedOffDisk.empty() && lastBeforeDisk(devices) >= 0) {
-        const DeviceUsage &u = plan.usage[static_cast<size_t>(lastBeforeDisk(devices))];
+    if (!result.forcedOffDisk.empty() && lastDeviceBeforeDisk(devices) >= 0) {
+        const DeviceUsage &u = plan.usage[static_cast<size_t>(lastDeviceBeforeDisk(devices))];
         std::string names;
         for (size_t i = 0; i < result.forcedOffDisk.size() && i < 3; ++i)
             names += (i ? ", " : "") + t.nodes[static_cast<size_t>(result.forcedOffDisk[i])].name;
