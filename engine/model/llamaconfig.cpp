@@ -251,6 +251,12 @@ bool LlamaConfig::hasQkNorm() const
     return memberOf(modelType).qkNorm;
 }
 
+int64_t LlamaConfig::attentionWindow(int64_t layer) const
+{
+    (void)layer; // every layer of the architectures implemented so far has the same window
+    return slidingWindow;
+}
+
 std::string LlamaConfig::className(const std::string &suffix) const
 {
     return memberOf(modelType).classPrefix + suffix;

@@ -56,6 +56,10 @@ struct LlamaConfig {
     /// Each head of q and k is RMS-normalized (weights q_norm and k_norm of head_dim) after the projection
     /// and before rotary: qwen3.
     bool hasQkNorm() const;
+    /// The attention window of decoder layer `layer` (0-based): a query sees itself and the window - 1 keys
+    /// before it; 0 = all earlier keys (full attention). Mistral: slidingWindow on every layer. The model's
+    /// masks and the planner's activation and KV sizes read this, never slidingWindow directly.
+    int64_t attentionWindow(int64_t layer) const;
     /// The transformers class names of this model_type: "LlamaForCausalLM", ...; `suffix` is
     /// "ForCausalLM", "Model", "DecoderLayer", "Attention", "MLP" or "RMSNorm".
     std::string className(const std::string &suffix) const;

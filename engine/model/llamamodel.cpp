@@ -314,7 +314,7 @@ torch::Tensor LlamaModelImpl::forward(const torch::Tensor &inputIds, int64_t pos
     // Additive causal mask [groups * T, past + T]: query i sees keys 0 .. past + i; with a sliding
     // window W only keys past + i - W + 1 .. past + i (transformers' `kv_idx > q_idx - W`). A single
     // new token within the window sees everything and needs none.
-    const int64_t window = m_config.slidingWindow;
+    const int64_t window = m_config.attentionWindow(0); // one window for every layer so far
     torch::Tensor mask;
     if (length > 1 || (window > 0 && past + length > window)) {
         const auto options = torch::TensorOptions().device(h.device()).dtype(torch::kInt64);

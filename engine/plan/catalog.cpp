@@ -1,4 +1,5 @@
 #include "engine/plan/catalog.h"
+#include "engine/plan/naturalorder.h"
 
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
@@ -50,35 +51,6 @@ CatalogEntry entryOf(const fs::path &file, const json &document)
     }
 }
 
-// Digit runs compare as numbers, so that sizes read in order: qwen2.5-3b, qwen2.5-7b, qwen2.5-14b.
-bool naturalNameLess(const std::string &a, const std::string &b)
-{
-    size_t i = 0, j = 0;
-    while (i < a.size() && j < b.size()) {
-        const bool da = std::isdigit(static_cast<unsigned char>(a[i])), db = std::isdigit(static_cast<unsigned char>(b[j]));
-        if (da && db) {
-            size_t ie = i, je = j;
-            while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie])))
-                ++ie;
-            while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je])))
-                ++je;
-            const std::string na = a.substr(i, ie - i), nb = b.substr(j, je - j);
-            if (na.size() != nb.size())
-                return na.size() < nb.size();
-            if (na != nb)
-                return na < nb;
-            i = ie;
-            j = je;
-        } else {
-            if (a[i] != b[j])
-                return a[i] < b[j];
-            ++i;
-            ++j;
-        }
-    }
-    return a.size() - i < b.size() - j;
-}
-
 size_t editDistance(const std::string &a, const std::string &b)
 {
     std::vector<size_t> row(b.size() + 1);
@@ -124,8 +96,9 @@ std::vector<CatalogEntry> listCatalog(const fs::path &dir)
         if (item.path().extension() == ".json")
             entries.push_back(entryOf(item.path(), readCatalogFile(item.path())));
     }
+    // Natural order, so that sizes read in order: qwen2.5-3b, qwen2.5-7b, qwen2.5-14b.
     std::sort(entries.begin(), entries.end(),
-              [](const CatalogEntry &a, const CatalogEntry &b) { return naturalNameLess(a.name, b.name); });
+              [](const CatalogEntry &a, const CatalogEntry &b) { return naturalLess(a.name, b.name); });
     return entries;
 }
 

@@ -22,6 +22,12 @@ std::vector<std::string> noSplitClassesFor(const PlanModel &model, const PlanSet
 
 std::string bytes(int64_t b) { return formatBytes(b); }
 
+// "model.layers.14 -> GPU 1", the start of every explanation.
+std::string placementHead(const std::string &module, const DeviceSpec &device)
+{
+    return (module.empty() ? std::string("the whole model") : module) + " -> " + deviceLabel(device);
+}
+
 // The breakdown of one subtree, for explanations.
 std::string costText(const NodeCosts &costs, const FlatTree &t, int node, bool training)
 {
@@ -99,16 +105,6 @@ std::vector<DeviceSpec> withDisk(std::vector<DeviceSpec> devices)
     return devices;
 }
 
-int lastBeforeDisk(const std::vector<DeviceSpec> &devices)
-{
-    int last = -1;
-    for (size_t i = 0; i < devices.size(); ++i) {
-        if (devices[i].kind != DeviceKind::Disk)
-            last = static_cast<int>(i);
-    }
-    return last;
-}
-
 void finish(Plan &plan, const FlatTree &t, const NodeCosts &costs, const std::vector<int> &deviceOfNode)
 {
     Evaluation ev = evaluate(t, plan.devices, plan.settings, costs, deviceOfNode);
@@ -159,8 +155,7 @@ void placeWeightsOnly(Plan &plan, const FlatTree &t, const NodeCosts &costs, con
         const int node = t.find(e.module);
         const DeviceSpec &dev = devices[static_cast<size_t>(e.device)];
         const std::string label = deviceLabel(dev);
-        std::string text = (e.module.empty() ? std::string("the whole model") : e.module) + " -> " + label + ": needs "
-            + costText(costs, t, node, false);
+        std::string text = placementHead(e.module, dev) + ": needs " + costText(costs, t, node, false);
         const size_t k = node >= 0 ? firstPlacement[static_cast<size_t>(node)] : SIZE_MAX;
         const DeviceSkip *why = nullptr;
         for (const DeviceSkip &s : result.skips) {
@@ -207,8 +202,7 @@ void placeTraining(Plan &plan, const FlatTree &t, const NodeCosts &costs, const 
         const int node = t.find(e.module);
         const DeviceSpec &dev = devices[static_cast<size_t>(e.device)];
         const std::string label = deviceLabel(dev);
-        std::string text = (e.module.empty() ? std::string("the whole model") : e.module) + " -> " + label + ": needs "
-            + costText(costs, t, node, true);
+        std::string text = placementHead(e.module, dev) + ": needs " + costText(costs, t, node, true);
         const size_t k = node >= 0 ? firstPlacement[static_cast<size_t>(node)] : SIZE_MAX;
         // The first module a device received says why the device before it took no more; the others
         // say how much room they found.
@@ -263,8 +257,8 @@ void placeTraining(Plan &plan, const FlatTree &t, const NodeCosts &costs, const 
             plan.warnings.push_back("offloaded to disk, " + names + " compute on the CPU: their " + bytes(computed)
                                     + " of activations and logits count there, and the CPU does not fit");
     }
-    if (!result.forcedOffDisk.empty() && lastBeforeDisk(devices) >= 0) {
-        const DeviceUsage &u = plan.usage[static_cast<size_t>(lastBeforeDisk(devices))];
+    if (!result.forcedOffDisk.empty() && lastDeviceBeforeDisk(devices) >= 0) {
+        const DeviceUsage &u = plan.usage[static_cast<size_t>(lastDeviceBeforeDisk(devices))];
         std::string names;
         for (size_t i = 0; i < result.forcedOffDisk.size() && i < 3; ++i)
             names += (i ? ", " : "") + t.nodes[static_cast<size_t>(result.forcedOffDisk[i])].name;
@@ -422,8 +416,7 @@ Plan Planner::move(const Plan &planIn, const std::string &module, const std::str
         if (it != previous.end() && !t.within(node, t.find(e.module)) && !t.within(t.find(e.module), node))
             text = it->second;
         else if (t.within(t.find(e.module), node) || t.within(node, t.find(e.module)))
-            text = (e.module.empty() ? std::string("the whole model") : e.module) + " -> " + deviceLabel(plan.devices[e.device])
-                + ": moved by hand; needs " + costText(costs, t, t.find(e.module), plan.settings.train != TrainMode::None);
+            text = placementHead(e.module, plan.devices[e.device]) + ": moved by hand; needs " + costText(costs, t, t.find(e.module), plan.settings.train != TrainMode::None);
         else
             text = e.module + " -> " + deviceLabel(plan.devices[e.device]) + ": stays where the plan put it";
         plan.deviceMap.push_back({e.module, key, text});
@@ -474,8 +467,7 @@ Plan Planner::revalidate(Plan plan) const
         }
         kept.push_back(p);
         if (kept.back().explanation.empty())
-            kept.back().explanation = (p.module.empty() ? std::string("the whole model") : p.module) + " -> "
-                + deviceLabel(plan.devices[d]) + ": as the imported map says";
+            kept.back().explanation = placementHead(p.module, plan.devices[d]) + ": as the imported map says";
     }
     plan.deviceMap = kept;
     std::vector<std::string> unplaced;

@@ -13,6 +13,7 @@
 //     since they are never trained and Accelerate counts a bool at 1/8 byte;
 //   - class names from shapes ("Embedding", "Linear", "Norm"), which the memory model and lint read.
 
+#include "engine/plan/naturalorder.h"
 #include "engine/plan/planmodel.h"
 
 #include "engine/core/error.h"
@@ -29,34 +30,6 @@ namespace {
 bool isNumber(const std::string &s)
 {
     return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-}
-
-// Natural order: digit runs compare as numbers ("layers.2" < "layers.10").
-bool naturalLess(const std::string &a, const std::string &b)
-{
-    size_t i = 0, j = 0;
-    while (i < a.size() && j < b.size()) {
-        if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
-            size_t ie = i, je = j;
-            while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie])))
-                ++ie;
-            while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je])))
-                ++je;
-            const std::string na = a.substr(i, ie - i), nb = b.substr(j, je - j);
-            if (na.size() != nb.size())
-                return na.size() < nb.size();
-            if (na != nb)
-                return na < nb;
-            i = ie;
-            j = je;
-        } else {
-            if (a[i] != b[j])
-                return a[i] < b[j];
-            ++i;
-            ++j;
-        }
-    }
-    return a.size() - i < b.size() - j;
 }
 
 bool isBufferName(const std::string &local, const std::string &dtype)

@@ -37,6 +37,16 @@ void removeFrom(std::vector<int> &queue, int node)
 
 } // namespace
 
+int lastDeviceBeforeDisk(const std::vector<DeviceSpec> &devices)
+{
+    int last = -1;
+    for (size_t i = 0; i < devices.size(); ++i) {
+        if (devices[i].kind != DeviceKind::Disk)
+            last = static_cast<int>(i);
+    }
+    return last;
+}
+
 std::vector<int64_t> trainingLimits(const FlatTree &tree, const NodeCosts &costs, const std::vector<DeviceSpec> &devices,
                                     const PlanSettings &settings)
 {
@@ -89,11 +99,7 @@ TrainingPlacementResult placeForTraining(const FlatTree &t, const NodeCosts &cos
     TrainingPlacementResult result;
     result.limits = limits;
     DeviceLedger ledger(t, costs, devices, settings);
-    int lastBeforeDisk = -1;
-    for (size_t i = 0; i < devices.size(); ++i) {
-        if (devices[i].kind != DeviceKind::Disk)
-            lastBeforeDisk = static_cast<int>(i);
-    }
+    const int lastBeforeDisk = lastDeviceBeforeDisk(devices);
     std::vector<int> queue(t.nodes[0].items.rbegin(), t.nodes[0].items.rend()); // back() is the head
     size_t current = 0;
     const auto place = [&](const std::vector<int> &group, int device, int64_t freeBefore) {

@@ -34,6 +34,9 @@ struct TrainingPlacementResult {
     std::vector<int> forcedOffDisk;  ///< trainable modules kept on the last device before disk
 };
 
+/// The last device that is not disk (where trainable modules that find no room stay), -1 if none.
+int lastDeviceBeforeDisk(const std::vector<DeviceSpec> &devices);
+
 /// Limits per device for a strategy: the budgets (sequential), or for auto / balanced the GPUs but the
 /// last capped at an even share of the model's training peak (as Accelerate's get_balanced_memory does
 /// with sizes); balanced_low_0 leaves GPU 0 what the others cannot hold. Disk: -1.

@@ -123,15 +123,17 @@ TEST(PlanConsistency, NoModuleOnALaterDeviceFitsOnTheOneBefore)
             EXPECT_GT(usage.peakBytes, limits[static_cast<size_t>(d)])
                 << c.label() << ": " << p.module << " on " << p.device << " would fit on " << before << " ("
                 << engine::formatBytes(usage.peakBytes) << " of " << engine::formatBytes(limits[static_cast<size_t>(d)]) << ")";
-            if (limits[static_cast<size_t>(d)] == plan.devices[static_cast<size_t>(d)].budget)
+            if (limits[static_cast<size_t>(d)] == plan.devices[static_cast<size_t>(d)].budget) {
                 EXPECT_FALSE(usage.fits) << c.label() << ": " << p.module;
+            }
         }
         // And every device the walk filled fits, unless trainable layers had nowhere else to go.
         bool forced = false;
         for (const std::string &w : plan.warnings)
             forced = forced || w.find("cannot go to disk") != std::string::npos || w.find("compute on the CPU") != std::string::npos;
-        if (!forced)
+        if (!forced) {
             EXPECT_TRUE(plan.memoryFits) << c.label();
+        }
     }
     EXPECT_GT(boundaries, 30) << "the cases cross enough device boundaries to mean something";
 }
@@ -274,12 +276,13 @@ TEST(PlanAdvisor, TheNearestPlansThatFitAreThePlansTheirFlagsGive)
             expectSameNumbers(direct, a.plan, a.changes.dump());
             EXPECT_EQ(direct.peak.bytes, a.plan.peak.bytes);
         }
-        if (mode == TrainMode::Full) // 8B parameters with gradients and AdamW state cannot fit in 43 GiB
-            for (const Advice &a : advice)
+        for (const Advice &a : advice) {
+            if (mode == TrainMode::Full) { // 8B parameters with gradients and AdamW state cannot fit in 43 GiB
                 EXPECT_EQ(a.changes["train"], "lora") << a.changes.dump();
-        else
-            for (const Advice &a : advice)
+            } else {
                 EXPECT_FALSE(a.changes.contains("train"));
+            }
+        }
     }
 }
 
