@@ -1,6 +1,7 @@
 #include "bridge/runconfig.h"
 
 #include "engine/core/error.h"
+#include "engine/core/jsonnesting.h"
 
 #include <nlohmann/json.hpp>
 
@@ -10,7 +11,9 @@ bool readTrainingSettings(const QString &text, engine::train::SettingScope scope
                           engine::train::TrainingParams *out, QString *error, QString *field)
 {
     try {
-        const nlohmann::json config = nlohmann::json::parse(text.toStdString());
+        const std::string json = text.toStdString();
+        engine::checkJsonNesting(json, "the settings");
+        const nlohmann::json config = nlohmann::json::parse(json);
         if (!config.is_object())
             throw engine::invalidInput("the settings must be a JSON object");
         engine::train::TrainingParams params = base;

@@ -9,7 +9,6 @@
 #include "engine/core/error.h"
 #include "engine/core/textutil.h"
 #include "engine/core/format.h"
-#include "engine/core/jsonnesting.h"
 #include "engine/plan/advisor.h"
 #include "engine/plan/catalog.h"
 #include "engine/plan/devicemapjson.h"
@@ -20,7 +19,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -259,15 +257,7 @@ public:
 
             Plan plan;
             if (!m_import.empty()) {
-                nlohmann::ordered_json document;
-                const std::string importText = engine::readFile(m_import);
-                engine::checkJsonNesting(importText, m_import);
-                try {
-                    document = nlohmann::ordered_json::parse(importText);
-                } catch (const nlohmann::json::exception &e) {
-                    throw engine::invalidInput(m_import + ": not valid JSON (" + e.what() + ")");
-                }
-                Plan imported = importDeviceMap(document, m_import, devices, settings);
+                Plan imported = importDeviceMap(readDeviceMapFile(m_import), m_import, devices, settings);
                 imported.modelType = planner.model().tree.modelType;
                 applyOverhead(imported.devices);
                 imported.warnings = planner.modelWarnings(settings);

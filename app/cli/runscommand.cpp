@@ -4,6 +4,7 @@
 #include "app/cli/commandlist.h"
 
 #include "engine/core/error.h"
+#include "engine/core/jsonnesting.h"
 #include "engine/core/settings.h"
 #include "engine/core/textutil.h"
 #include "engine/report/lossplot.h"
@@ -128,6 +129,7 @@ private:
         nlohmann::json out = {{"id", run->id}, {"name", run->name}, {"status", engine::store::runStatusName(run->status)},
                               {"created", run->created}, {"finished", run->finished}, {"model", run->model},
                               {"notes", run->notes}, {"steps", s.steps}};
+        engine::checkJsonNesting(run->configJson, "run " + std::to_string(run->id) + "'s stored config");
         out["config"] = nlohmann::json::parse(run->configJson, nullptr, false);
         if (s.hasLoss)
             out["last_loss"] = s.lastLoss;

@@ -1,7 +1,9 @@
 #include "engine/plan/devicemapjson.h"
 
+#include "engine/core/atomicfile.h"
 #include "engine/core/byteunits.h"
 #include "engine/core/error.h"
+#include "engine/core/jsonnesting.h"
 #include "engine/plan/planner.h"
 
 
@@ -99,6 +101,17 @@ ojson planJson(const Plan &plan)
             {"strategy", strategyName(plan.settings.strategy)},
             {"train", trainModeName(plan.settings.train)},
             {"no_split", plan.noSplit}};
+}
+
+ojson readDeviceMapFile(const std::filesystem::path &file)
+{
+    const std::string text = readFile(file);
+    checkJsonNesting(text, file.string());
+    try {
+        return ojson::parse(text);
+    } catch (const json::exception &e) {
+        throw invalidInput(file.string() + ": not valid JSON (" + e.what() + ")");
+    }
 }
 
 Plan importDeviceMap(const ojson &document, const std::string &source, std::vector<DeviceSpec> devices,

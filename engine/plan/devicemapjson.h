@@ -28,6 +28,10 @@ nlohmann::ordered_json planJson(const Plan &plan);
 Plan importDeviceMap(const nlohmann::ordered_json &document, const std::string &source, std::vector<DeviceSpec> devices,
                      const PlanSettings &settings);
 
+/// Reads a device-map file (the export file or a bare device_map) into the document importDeviceMap takes.
+/// Throws Error naming `file`: cannot be read, nests deeper than kMaxJsonNesting, or is not valid JSON.
+nlohmann::ordered_json readDeviceMapFile(const std::filesystem::path &file);
+
 /// How transformers loads a model: its Auto class and whether the checkpoint's own code may run.
 struct PythonLoader {
     std::string autoClass = "AutoModelForCausalLM";

@@ -47,7 +47,6 @@
 
 #include <algorithm>
 #include <exception>
-#include <fstream>
 #include <sstream>
 
 namespace ui {
@@ -670,16 +669,9 @@ bool PlanPage::importMap(const QString &file)
     if (!m_planner || !m_plan)
         return false;
     try {
-        std::ifstream in(file.toStdString());
-        if (!in)
-            throw engine::ioError(file.toStdString() + ": cannot open for reading");
-        nlohmann::ordered_json document;
-        try {
-            document = nlohmann::ordered_json::parse(in);
-        } catch (const nlohmann::json::exception &e) {
-            throw engine::invalidInput(file.toStdString() + ": not valid JSON (" + e.what() + ")");
-        }
-        Plan skeleton = engine::plan::importDeviceMap(document, file.toStdString(), m_plan->devices, m_plan->settings);
+        const std::string path = file.toStdString();
+        Plan skeleton = engine::plan::importDeviceMap(engine::plan::readDeviceMapFile(path), path, m_plan->devices,
+                                                      m_plan->settings);
         Plan imported = m_planner->revalidate(std::move(skeleton));
         m_undo->push(new PlanMoveCommand(*this, *m_plan, std::move(imported), tr("Import %1").arg(QFileInfo(file).fileName())));
         return true;

@@ -4,10 +4,12 @@
 #include "engine/plan/planner.h"
 #include "planfixtures.h"
 #include "support/expecterror.h"
+#include "support/tempdir.h"
 
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
@@ -194,6 +196,30 @@ TEST(DeviceMapJson, ImportRoundTripAndValidation)
                 "which --max-memory does not give");
     expectError([&] { importDeviceMap(json::array(), "m.json", devices, {}); }, ErrorKind::InvalidInput, "JSON object");
     expectError([&] { importDeviceMap(json::object(), "m.json", devices, {}); }, ErrorKind::InvalidInput, "empty");
+}
+
+// The file reader both `plan --import` and the Plan page's Import use: the export file reads back to the
+// same map; a missing file, text that is not JSON and brackets nested past the limit (a stack overflow
+// where a copy or dump() recurses) each get one error naming the file.
+TEST(DeviceMapJson, ReadsAMapFileAndNamesWhatIsWrongWithIt)
+{
+    const Planner planner(plan_fixtures::tinyModel());
+    const Plan plan = tinyPlan(planner);
+    const testing_support::TempDir dir("devicemapfile");
+    const auto write = [&](const std::string &name, const std::string &text) {
+        std::ofstream(dir / name) << text;
+        return (dir / name).string();
+    };
+    const std::string good = write("map.json", exportJson(plan).dump(2));
+    const Plan back = planner.revalidate(importDeviceMap(readDeviceMapFile(good), good, {}, plan.settings));
+    EXPECT_EQ(deviceMapJson(back), deviceMapJson(plan));
+
+    expectError([&] { readDeviceMapFile(dir / "absent.json"); }, ErrorKind::Io, "absent.json");
+    const std::string broken = write("broken.json", R"({"device_map": {"embed": 0,)");
+    expectError([&] { readDeviceMapFile(broken); }, ErrorKind::InvalidInput, broken + ": not valid JSON");
+    const std::string deep = write("deep.json", R"({"device_map": {"embed": )" + std::string(200000, '[') +
+                                                    std::string(200000, ']') + "}}");
+    expectError([&] { readDeviceMapFile(deep); }, ErrorKind::InvalidInput, deep + ": JSON nests deeper than 256 levels");
 }
 
 // The snippet loads with the plan's map and budgets, gives the optimizer the trainable parameters only,
