@@ -8,6 +8,10 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include <csignal>
+#include <cstdio>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,6 +20,31 @@ namespace engine {
 namespace {
 
 std::string errnoText() { return std::strerror(errno); }
+
+/// Whether process `pid` runs on this machine (EPERM: it does, as another user).
+bool processAlive(long pid)
+{
+    return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
+/// Removes what writers killed before they finished left beside a target in `folder`: entries named
+/// `prefix` + <pid> + anything, whose pid runs no more. A live writer's files are never touched.
+void removeLeftoversOfDeadWriters(const std::filesystem::path &folder, const std::string &prefix)
+{
+    std::error_code ec;
+    std::vector<std::filesystem::path> stale;
+    for (const auto &entry : std::filesystem::directory_iterator(folder, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0)
+            continue;
+        char *end = nullptr;
+        const long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+        if (end != name.c_str() + prefix.size() && pid != ::getpid() && !processAlive(pid))
+            stale.push_back(entry.path());
+    }
+    for (const auto &path : stale)
+        std::filesystem::remove_all(path, ec);
+}
 
 } // namespace
 
@@ -46,7 +75,9 @@ TemporaryFile createTemporaryBeside(const std::filesystem::path &path, MissingFo
     // Hidden, so that a folder listing does not show it while it is written.
     std::string name = ".";
     name += path.filename().string();
-    name += ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(random());
+    name += ".tmp-";
+    removeLeftoversOfDeadWriters(folder, name);
+    name += std::to_string(::getpid()) + "-" + std::to_string(random());
     TemporaryFile temporary{folder / name, -1};
     temporary.fd = ::open(temporary.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (temporary.fd < 0) {
@@ -142,6 +173,7 @@ StagedFolder::StagedFolder(std::filesystem::path target)
     std::string name = ".";
     name += m_target.filename().string();
     name += ".partial-";
+    removeLeftoversOfDeadWriters(parent, name); // a killed writer's folder (and its ".old") would stay forever
     name += std::to_string(::getpid());
     m_staging = parent / name;
     std::error_code ec;
@@ -166,6 +198,18 @@ void StagedFolder::commit(bool replace)
     if (std::filesystem::exists(m_target)) {
         if (!replace)
             throw ioError("cannot write " + m_target.string() + ": it exists");
+        // One atomic swap: the target is the old folder or the new one at every instant, even if the
+        // process dies here (renaming the old one aside first leaves a moment with no target at all).
+        if (::renameat2(AT_FDCWD, m_staging.c_str(), AT_FDCWD, m_target.c_str(), RENAME_EXCHANGE) == 0) {
+            m_committed = true;
+            syncFolder(m_target.parent_path().empty() ? "." : m_target.parent_path());
+            std::error_code ec;
+            std::filesystem::remove_all(m_staging, ec); // now the old folder
+            return;
+        }
+        if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+            throw ioError("cannot replace " + m_target.string() + ": " + errnoText());
+        // A file system without RENAME_EXCHANGE: move the old folder aside, then the new one in.
         aside = m_staging.string() + ".old";
         std::error_code ec;
         std::filesystem::remove_all(aside, ec);

@@ -24,9 +24,11 @@ void writeFileAtomically(const std::filesystem::path &path,
                          const std::function<void(const std::filesystem::path &temporary)> &write,
                          MissingFolders folders = MissingFolders::Create);
 
-/// A folder written in full before anyone sees it: files go into a hidden "<target>.partial-<pid>"
+/// A folder written in full before anyone sees it: files go into a hidden ".<target>.partial-<pid>"
 /// beside `target`; commit() flushes the folder and renames it to `target` (which must not exist), then
 /// flushes the parent. Destroyed without commit() (an error, a cancel), the partial folder is removed.
+/// Partial folders of writers that were killed (their pid runs no more) are removed when the next
+/// StagedFolder of the same target is made; temporary files of writeFileAtomically likewise.
 class StagedFolder {
 public:
     explicit StagedFolder(std::filesystem::path target);
@@ -37,7 +39,8 @@ public:
     /// Where to write the files.
     const std::filesystem::path &path() const { return m_staging; }
     /// Publishes the folder as `target`. Throws Error(Io) naming the target. With `replace`, an existing
-    /// target is moved aside first and removed only once the new folder is in place.
+    /// target is swapped with the new folder in one step (renameat2 RENAME_EXCHANGE; where the file system
+    /// lacks it, moved aside first) and removed once the new folder is in place.
     void commit(bool replace = false);
 
 private:

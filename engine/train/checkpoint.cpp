@@ -11,7 +11,10 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
+
+#include <unistd.h>
 
 namespace engine::train {
 namespace fs = std::filesystem;
@@ -84,8 +87,17 @@ fs::path writeCheckpoint(const fs::path &outputDir, const CheckpointState &state
     if (keep > 0) {
         auto all = store::listCheckpoints(outputDir);
         for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) {
+            // Hidden under a partial name first (one rename), so that a kill while removing never leaves a
+            // visible checkpoint with files missing; removePartialCheckpoints takes what is left.
+            const fs::path &old = all[i].second;
+            std::string hidden = "."; // appended piece by piece: GCC 12 -O3 warns falsely on "." + string&&
+            hidden += old.filename().string();
+            hidden += ".partial-";
+            hidden += std::to_string(::getpid());
+            const fs::path doomed = old.parent_path() / hidden;
             std::error_code ec;
-            fs::remove_all(all[i].second, ec);
+            fs::remove_all(doomed, ec);
+            fs::remove_all(::rename(old.c_str(), doomed.c_str()) == 0 ? doomed : old, ec);
         }
     }
     return target;
