@@ -9,6 +9,9 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 namespace fs = std::filesystem;
 using testing_support::TempDir;
 
@@ -134,4 +137,74 @@ TEST(AtomicFile, AFileTheUserChoseNeedsItsFolder)
     // The default makes the run's own folders.
     engine::writeFileAtomically(dir / "made" / "m.csv", write);
     EXPECT_EQ(engine::readFile(dir / "made" / "m.csv"), "x");
+}
+
+namespace {
+
+/// The pid of a process that has ended (a child, reaped): no process runs under it now.
+pid_t endedPid()
+{
+    const pid_t child = ::fork();
+    if (child == 0)
+        ::_exit(0);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return child;
+}
+
+void touch(const std::filesystem::path &path, bool folder)
+{
+    if (folder) {
+        std::filesystem::create_directories(path);
+        std::ofstream(path / "model.safetensors") << "half";
+    } else {
+        std::ofstream(path) << "half";
+    }
+}
+
+} // namespace
+
+// What a killed writer left (its pid runs no more) goes when the same name is written next; a running
+// writer's files, and other names' leftovers, stay.
+TEST(StagedFolder, RemovesWhatKilledWritersOfTheSameNameLeft)
+{
+    TempDir dir("leftovers");
+    const std::string dead = std::to_string(endedPid());
+    const std::string alive = std::to_string(::getppid());
+    touch(dir / (".model.partial-" + dead), true);
+    touch(dir / (".model.partial-" + dead + ".old"), true);
+    touch(dir / (".model.partial-" + alive), true);
+    touch(dir / (".adapter.partial-" + dead), true);
+    touch(dir / (".config.json.tmp-" + dead + "-12345"), false);
+    touch(dir / (".config.json.tmp-" + alive + "-12345"), false);
+
+    {
+        engine::StagedFolder staged(dir / "model");
+        std::ofstream(staged.path() / "model.safetensors") << "whole";
+        staged.commit();
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / (".model.partial-" + dead)));
+    EXPECT_FALSE(std::filesystem::exists(dir / (".model.partial-" + dead + ".old")));
+    EXPECT_TRUE(std::filesystem::exists(dir / (".model.partial-" + alive)));
+    EXPECT_TRUE(std::filesystem::exists(dir / (".adapter.partial-" + dead)));
+
+    engine::writeFileAtomically(dir / "config.json", "{}");
+    EXPECT_FALSE(std::filesystem::exists(dir / (".config.json.tmp-" + dead + "-12345")));
+    EXPECT_TRUE(std::filesystem::exists(dir / (".config.json.tmp-" + alive + "-12345")));
+}
+
+// Replacing swaps the folders: the target holds the new files, nothing of the old one stays beside it.
+TEST(StagedFolder, ReplacingLeavesTheNewFolderAndNothingElse)
+{
+    TempDir dir("replace");
+    for (const char *version : {"one", "two", "three"}) {
+        engine::StagedFolder staged(dir / "adapter");
+        std::ofstream(staged.path() / "version") << version;
+        staged.commit(/*replace=*/true);
+        EXPECT_EQ(engine::readFile(dir / "adapter" / "version"), version);
+    }
+    int entries = 0;
+    for ([[maybe_unused]] const auto &entry : std::filesystem::directory_iterator(dir.path()))
+        ++entries;
+    EXPECT_EQ(entries, 1);
 }
