@@ -78,7 +78,10 @@ std::vector<std::pair<size_t, size_t>> assistantSpans(const ChatTemplate &chatTe
                                " cannot be located");
         if (whole.compare(0, full.size(), full) != 0 || full.size() > whole.size())
             throw invalidInput("chat template is not incremental: the whole conversation's rendering does not start "
-                               "with the rendering of messages 0.." + std::to_string(i));
+                               "with the rendering of messages 0.." + std::to_string(i) +
+                               " (the template renders an assistant turn differently once later messages follow, as "
+                               "Qwen3's drops the <think> part of earlier turns; split the conversation so that each "
+                               "ends at the assistant turn to train on)");
         spans.emplace_back(prefix.size(), full.size());
     }
     return spans;

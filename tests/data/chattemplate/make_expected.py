@@ -26,6 +26,7 @@ SPECIAL_TOKENS = {
     "zephyr": {"eos_token": "</s>"},
     "mistral": {"bos_token": "<s>", "eos_token": "</s>"},
     "features": {"bos_token": "<s>", "eos_token": "</s>"},
+    "qwen3": {"eos_token": "<|im_end|>"},
 }
 
 

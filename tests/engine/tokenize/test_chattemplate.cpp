@@ -279,15 +279,15 @@ TEST_P(ChatTemplateReference, EveryConversationMatchesJinja2)
         }
         ++checked;
     }
-    EXPECT_EQ(checked, 10) << "five conversations, with and without the generation prompt";
+    EXPECT_EQ(checked, 14) << "seven conversations, with and without the generation prompt";
 }
 
 INSTANTIATE_TEST_SUITE_P(Templates, ChatTemplateReference,
-                         testing::Values("chatml", "llama2", "llama3", "zephyr", "mistral", "features"));
+                         testing::Values("chatml", "llama2", "llama3", "zephyr", "mistral", "features", "qwen3"));
 
 TEST(ChatTemplateReference, ExpectedFileCoversEveryTemplate)
 {
-    EXPECT_EQ(readJson("expected.json").at("cases").size(), 60u);
+    EXPECT_EQ(readJson("expected.json").at("cases").size(), 98u); // 7 templates x 7 conversations x 2
 }
 
 // --- small templates, expected strings from jinja2 ---
@@ -349,6 +349,41 @@ TEST(ChatTemplateSpans, Llama3SpansCoverTrimmedContentAndEotId)
     ASSERT_GE(spans[0].first, header.size());
     EXPECT_EQ(text.substr(spans[0].first - header.size(), header.size()), header);
     EXPECT_EQ(spans[1].second, text.size());
+}
+
+// Qwen3's thinking: the final assistant turn shows its think block (an empty one when it has no
+// reasoning), which the span covers with the answer; a tool result after the query keeps the first
+// answer's reasoning in view.
+TEST(ChatTemplateSpans, Qwen3SpansCoverTheThinkBlockOfTheTurnsAfterTheQuery)
+{
+    const auto chat = ChatTemplate::parse(readFile(dataDir() / "qwen3.jinja"));
+    const Tokens tokens = {{"eos_token", "<|im_end|>"}};
+    const std::vector<ChatMessage> single = {{"user", "Q"}, {"assistant", "A"}};
+    const std::string text = chat.render(single, false, tokens);
+    Spans spans = assistantSpans(chat, single, tokens);
+    ASSERT_EQ(spans.size(), 1u);
+    EXPECT_EQ(text.substr(spans[0].first, spans[0].second - spans[0].first), "<think>\n\n</think>\n\nA<|im_end|>\n");
+
+    const std::vector<ChatMessage> tools = {{"user", "Q"},
+                                            {"assistant", "<think>\nuse the tool\n</think>\n\ncalling"},
+                                            {"user", "<tool_response>\n42\n</tool_response>"},
+                                            {"assistant", "42"}};
+    const std::string toolText = chat.render(tools, false, tokens);
+    spans = assistantSpans(chat, tools, tokens);
+    ASSERT_EQ(spans.size(), 2u);
+    EXPECT_EQ(toolText.substr(spans[0].first, spans[0].second - spans[0].first),
+              "<think>\nuse the tool\n</think>\n\ncalling<|im_end|>\n");
+    EXPECT_EQ(toolText.substr(spans[1].first, spans[1].second - spans[1].first), "<think>\n\n</think>\n\n42<|im_end|>\n");
+}
+
+// An earlier turn's reasoning is dropped once a new query follows, so that turn renders differently in
+// the whole conversation than when it ends it: no span can be trusted, and the error says why.
+TEST(ChatTemplateSpans, Qwen3HistoryWithReasoningIsRefusedSayingWhy)
+{
+    const auto chat = ChatTemplate::parse(readFile(dataDir() / "qwen3.jinja"));
+    const std::vector<ChatMessage> turns = {
+        {"user", "Q1"}, {"assistant", "<think>\nhmm\n</think>\n\nA1"}, {"user", "Q2"}, {"assistant", "A2"}};
+    expectError([&] { assistantSpans(chat, turns, {}); }, ErrorKind::InvalidInput, "drops the <think> part");
 }
 
 TEST(ChatTemplateSpans, ConversationWithoutAssistantHasNoSpans)
