@@ -48,6 +48,15 @@ NodeCosts computeCosts(const FlatTree &tree, const PlanModel &model, const PlanS
 /// Linears are trained. 0 when arch has no hidden size or head count (the activations are then not counted).
 int64_t genericBlockSavedBytes(const ArchInfo &arch, int64_t b, int64_t s, int64_t e, bool full);
 
+/// Bytes a mixture-of-experts router (mixtral's, qwen3_moe's `mlp.gate`) saves for backward: B tokens, hidden h,
+/// `experts` experts, top-k routing, activation element size e; `full` when its weight is trained.
+int64_t moeRouterSavedBytes(int64_t B, int64_t h, int64_t experts, int64_t k, int64_t e, bool full);
+
+/// Bytes a layer's experts (`mlp.experts`, each a SwiGLU MLP of width f) save for backward, as transformers' eager
+/// experts loop runs them: every token is routed to k experts, so the experts together see k x B token rows
+/// (k x B / experts each when balanced), whatever the balance. `full` when the experts and router are trained.
+int64_t moeExpertsSavedBytes(int64_t B, int64_t h, int64_t f, int64_t k, int64_t e, bool full);
+
 /// Bytes one LLaMA block saves for backward without checkpointing (see memorymodel.cpp), for docs and tests:
 /// b sequences of s tokens, hidden h, a heads, g key/value heads, intermediate f, activation element size e,
 /// full training.

@@ -434,3 +434,55 @@ TEST(PlanMoe, PerExpertCheckpointNamesGiveTheFusedParametersTheirDtype)
     EXPECT_NE(partial.warnings[0].find("model.layers.0.mlp.experts.gate_up_proj (7 of 8 expected)"), std::string::npos)
         << partial.warnings[0];
 }
+
+// Training memory of a tiny Mixtral, by hand (docs/memory-estimate.md, "Mixture of experts"), bf16 (e = 2), b = 2
+// sequences of s = 8 tokens (B = 16), hidden h = 8, E = 4 experts of width f = 12, top k = 2:
+//   every expert's weights train in full fine-tuning: gate_up_proj 4 x 24 x 8 = 768 and down_proj 4 x 8 x 12 = 384
+//     parameters, 4 B of gradient and 8 + 4 B of AdamW and master weights each;
+//   the router keeps its input eBh (trained), its fp32 softmax over the experts 4BE and the top-k indices 8Bk;
+//   the experts see kB = 32 token rows together: the gate_up input ekBh and output 2ekBf, the SiLU output ekBf,
+//     the down input ekBf, the down output ekBh (kept by the product with the trained routing weights) and
+//     16 B of indices per row.
+// Under LoRA (q_proj, v_proj) the experts and router are frozen: no gradients, and only what backward to their input
+// needs: the gate_up output and SiLU output 3ekBf, the indices, the router's softmax and top-k.
+TEST(PlanMoe, TrainingCountsEveryExpertAndTheRoutedShareOfTokens)
+{
+    const PlanModel model = planModelFromConfig(twoLayerMixtral(), "mixtral.json");
+    EXPECT_EQ(model.arch.experts, 4);
+    EXPECT_EQ(model.arch.expertsPerToken, 2);
+    EXPECT_EQ(model.arch.intermediate, 12);
+    const FlatTree flat = flatten(model.tree);
+    const std::vector<char> noSplit = noSplitFlags(flat, model.tree.noSplitClasses);
+    PlanSettings settings;
+    settings.train = TrainMode::Full;
+    settings.batchSize = 2;
+    settings.sequenceLength = 8;
+    const int64_t e = 2, B = 16, h = 8, E = 4, f = 12, k = 2, kB = k * B;
+
+    const NodeCosts full = computeCosts(flat, model, settings, 2, noSplit);
+    const int experts = flat.find("model.layers.1.mlp.experts");
+    const int router = flat.find("model.layers.1.mlp.gate");
+    EXPECT_EQ(full.saved[router], e * B * h + 4 * B * E + 8 * B * k);
+    EXPECT_EQ(full.saved[experts], e * kB * h + 2 * e * kB * f + e * kB * f + e * kB * f + e * kB * h + 16 * kB);
+    int64_t expertGradients = 0, expertOptimizer = 0;
+    for (int i = experts; i < flat.nodes[experts].end; ++i) {
+        expertGradients += full.gradients[i];
+        expertOptimizer += full.optimizer[i];
+    }
+    EXPECT_EQ(expertGradients, 4 * (768 + 384));
+    EXPECT_EQ(expertOptimizer, 12 * (768 + 384));
+    int64_t allGradients = 0;
+    for (const int64_t g : full.gradients)
+        allGradients += g;
+    EXPECT_EQ(allGradients, 4 * model.tree.parameterCount());
+
+    settings.train = TrainMode::Lora;
+    const NodeCosts lora = computeCosts(flat, model, settings, 2, noSplit);
+    EXPECT_EQ(lora.saved[router], 4 * B * E + 8 * B * k);
+    EXPECT_EQ(lora.saved[experts], 3 * e * kB * f + 16 * kB);
+    EXPECT_EQ(lora.gradients[flat.find("model.layers.1.mlp.experts.gate_up_proj")], 0);
+
+    // The router is no Linear: PEFT cannot adapt it, so "gate" names nothing to adapt in Mixtral.
+    settings.loraTargets = {"gate"};
+    expectError([&] { computeCosts(flat, model, settings, 2, noSplit); }, engine::ErrorKind::InvalidInput, "\"gate\"");
+}
