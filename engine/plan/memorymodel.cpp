@@ -191,6 +191,34 @@ int64_t genericBlockSavedBytes(const ArchInfo &arch, int64_t b, int64_t s, int64
     return norms + attention + mlp;
 }
 
+std::vector<AttentionSpan> attentionSpans(const ArchInfo &arch, const PlanSettings &settings, int64_t e)
+{
+    std::vector<AttentionSpan> spans;
+    if (arch.layers <= 0 || arch.heads <= 0 || arch.headDim <= 0)
+        return spans;
+    const int64_t b = settings.batchSize, T = settings.sequenceLength;
+    const int64_t kvHeads = arch.kvHeads > 0 ? arch.kvHeads : arch.heads;
+    for (int64_t layer = 0; layer < arch.layers; ++layer) {
+        const int64_t window = layer < static_cast<int64_t>(arch.attentionWindows.size())
+            ? arch.attentionWindows[static_cast<size_t>(layer)]
+            : 0;
+        if (!spans.empty() && spans.back().window == window) {
+            spans.back().lastLayer = layer;
+            continue;
+        }
+        AttentionSpan span;
+        span.firstLayer = span.lastLayer = layer;
+        span.window = window;
+        // Eager attention: the window masks scores, it does not shrink them (computeCosts charges the same S).
+        span.scoresBytes = (4 + (e != 4 ? e : 0)) * b * arch.heads * T * T;
+        // The next query needs itself and the window - 1 keys before it: a window-bounded cache keeps min(T, W).
+        span.kvCacheTokens = window > 0 ? std::min(T, window) : T;
+        span.kvCacheBytes = 2 * b * span.kvCacheTokens * kvHeads * arch.headDim * e;
+        spans.push_back(span);
+    }
+    return spans;
+}
+
 int64_t moeRouterSavedBytes(int64_t B, int64_t h, int64_t experts, int64_t k, int64_t e, bool full)
 {
     return (full ? e * B * h : 0) /*the router's input*/ + 4 * B * experts /*softmax over the experts, fp32*/

@@ -5,6 +5,7 @@
 // LLaMA block's count step by step. Torch-free.
 
 #include "engine/plan/flattree.h"
+#include "engine/plan/plan.h"
 #include "engine/plan/planmodel.h"
 #include "engine/plan/plansettings.h"
 
@@ -56,6 +57,12 @@ int64_t moeRouterSavedBytes(int64_t B, int64_t h, int64_t experts, int64_t k, in
 /// experts loop runs them: every token is routed to k experts, so the experts together see k x B token rows
 /// (k x B / experts each when balanced), whatever the balance. `full` when the experts and router are trained.
 int64_t moeExpertsSavedBytes(int64_t B, int64_t h, int64_t f, int64_t k, int64_t e, bool full);
+
+/// Each run of consecutive decoder layers with one attention window (arch.attentionWindows, from
+/// LlamaConfig::attentionWindow; no windows = full attention), with its training scores and its generation KV
+/// cache at settings.sequenceLength tokens and settings.batchSize sequences, activation element size e.
+/// Empty when the architecture's layers, heads or head size are unknown.
+std::vector<AttentionSpan> attentionSpans(const ArchInfo &arch, const PlanSettings &settings, int64_t e);
 
 /// Bytes one LLaMA block saves for backward without checkpointing (see memorymodel.cpp), for docs and tests:
 /// b sequences of s tokens, hidden h, a heads, g key/value heads, intermediate f, activation element size e,

@@ -35,7 +35,7 @@ struct ArchInfo {
     int64_t expertsPerToken = 0;  ///< the top-k experts each token is routed to
     /// Per decoder layer, its attention window (LlamaConfig::attentionWindow: a query sees itself and the
     /// window - 1 keys before it); 0 = full attention. Empty when the architecture declares none.
-    std::vector<int64_t> attentionWindows;
+    std::vector<int64_t> attentionWindows = {};
     std::string outputHead;   ///< "generic": the module whose output is the logits ("" = none found)
 };
 

@@ -378,6 +378,7 @@ Plan Planner::plan(const std::vector<DeviceSpec> &devicesIn, const PlanSettings 
     const std::vector<char> flags = noSplitFlags(t, plan.noSplit);
     const NodeCosts costs = computeCosts(t, m_model, settings, weightBytes, flags);
     const bool training = settings.train != TrainMode::None;
+    plan.attention = attentionSpans(m_model.arch, settings, costs.activationBytes);
 
     plan.devices = withDisk(devicesIn);
     if (training)
@@ -512,6 +513,7 @@ Plan Planner::revalidate(Plan plan) const
     }
     const NodeCosts costs = computeCosts(t, m_model, plan.settings, planDtypeBytes(plan.settings.dtype),
                                          noSplitFlags(t, plan.noSplit));
+    plan.attention = attentionSpans(m_model.arch, plan.settings, costs.activationBytes);
     finish(plan, t, costs, deviceOfNode);
     return plan;
 }
