@@ -151,6 +151,8 @@ DeviceColumnsData columnsData(const Plan &plan, const engine::model::ModuleTree 
             block.module = fromStd(node->name);
             block.bytes = node->parameterBytes(/*includeTied=*/false);
             block.detail = fromStd(node->className);
+            if (const int64_t experts = ModuleTreeModel::expertCount(*node); experts > 0) // folded in the layer
+                block.detail += PlanPage::tr(" with %n experts", nullptr, int(experts));
             column.modules.push_back(block);
         }
     }
