@@ -59,11 +59,36 @@ void printCatalog(bool asJson)
         std::cout << list.dump() << "\n";
         return;
     }
-    std::printf("%-16s %-28s %-8s %s\n", "name", "repo id", "type", "parameters");
+    std::printf("%-16s %-28s %-10s %s\n", "name", "repo id", "type", "parameters");
     for (const CatalogEntry &e : entries)
-        std::printf("%-16s %-28s %-8s %s\n", e.name.c_str(), e.repoId.c_str(), e.modelType.c_str(),
+        std::printf("%-16s %-28s %-10s %s\n", e.name.c_str(), e.repoId.c_str(), e.modelType.c_str(),
                     e.parametersPublished.c_str());
     std::printf("\nPlan one with: tunebench plan --model NAME --max-memory ... (configs only; no weights are downloaded)\n");
+}
+
+// Per run of layers with one window: what training's eager attention keeps and what a long generation caches.
+void printAttention(const Plan &plan)
+{
+    if (plan.attention.empty())
+        return;
+    const PlanSettings &s = plan.settings;
+    std::printf("\nattention at %lld x %lld tokens (eager: every layer scores all T x T pairs; a window masks scores, "
+                "it does not shrink them):\n",
+                static_cast<long long>(s.batchSize), static_cast<long long>(s.sequenceLength));
+    bool windowed = false;
+    for (const AttentionSpan &a : plan.attention) {
+        const std::string layers = a.firstLayer == a.lastLayer
+            ? "layer " + std::to_string(a.firstLayer)
+            : "layers " + std::to_string(a.firstLayer) + "-" + std::to_string(a.lastLayer);
+        const std::string kind = a.window > 0 ? "window " + std::to_string(a.window) : "full";
+        windowed = windowed || a.window > 0;
+        std::printf("  %-14s %-12s scores %s per layer (training), KV cache %lld tokens: %s per layer\n", layers.c_str(),
+                    kind.c_str(), formatBytes(a.scoresBytes).c_str(), static_cast<long long>(a.kvCacheTokens),
+                    formatBytes(a.kvCacheBytes).c_str());
+    }
+    if (windowed)
+        std::printf("  (a window-bounded cache, as transformers' sliding-window cache keeps; tunebench generate keeps "
+                    "every token and masks the older ones)\n");
 }
 
 void printTable(const Plan &plan)
@@ -95,6 +120,7 @@ void printTable(const Plan &plan)
     if (!plan.peak.device.empty())
         std::printf("\npeak: %s, %s, %s\n", plan.peak.device.c_str(), phaseName(plan.peak.phase),
                     formatBytes(plan.peak.bytes).c_str());
+    printAttention(plan);
     std::printf("\ndevice map:\n");
     for (const Placement &p : plan.deviceMap)
         std::printf("  %s\n", p.explanation.c_str());
