@@ -486,3 +486,66 @@ TEST(PlanMoe, TrainingCountsEveryExpertAndTheRoutedShareOfTokens)
     settings.loraTargets = {"gate"};
     expectError([&] { computeCosts(flat, model, settings, 2, noSplit); }, engine::ErrorKind::InvalidInput, "\"gate\"");
 }
+
+// Mixtral-8x7B (bfloat16 as stored) over two 40 GiB GPUs, sequential, by Accelerate's rules worked by hand:
+// a MixtralDecoderLayer (never split, its 8 experts inside) is 1,451,270,144 x 2 = 2,902,540,288 B, the largest
+// layer, so GPU 0 (main) keeps it in reserve: 42,949,672,960 - 2,902,540,288 = 40,047,132,672 B usable; the
+// embedding (262,144,000 B) and 13 layers fit (37,995,167,744 B), a 14th would not. GPU 1 (no reserve) takes
+// 14 layers (40,635,564,032 B of 42,949,672,960). The last 5 layers, the norm, the rotary buffer and lm_head go
+// to the CPU.
+TEST(PlanMoe, Mixtral8x7bSplitsBetweenWholeLayersAsAccelerateDoes)
+{
+    const json config = {{"model_type", "mixtral"},       {"vocab_size", 32000},     {"hidden_size", 4096},
+                         {"intermediate_size", 14336},    {"num_hidden_layers", 32}, {"num_attention_heads", 32},
+                         {"num_key_value_heads", 8},      {"num_local_experts", 8},  {"num_experts_per_tok", 2},
+                         {"rope_theta", 1e6},             {"sliding_window", nullptr}, {"torch_dtype", "bfloat16"}};
+    PlanSettings settings;
+    settings.strategy = Strategy::Sequential;
+    const Plan plan = Planner(planModelFromConfig(config, "mixtral.json")).plan(parseMaxMemory("0=40GiB,1=40GiB,cpu=200GiB"), settings);
+    std::map<std::string, std::string> expected = {{"model.embed_tokens", "0"}, {"model.norm", "cpu"},
+                                                   {"model.rotary_emb", "cpu"}, {"lm_head", "cpu"}};
+    for (int i = 0; i < 32; ++i)
+        expected["model.layers." + std::to_string(i)] = i < 13 ? "0" : i < 27 ? "1" : "cpu";
+    EXPECT_EQ(mapOf(plan), expected);
+    EXPECT_EQ(plan.usageOf("0")->memory.weights, 262'144'000LL + 13 * 2'902'540'288LL);
+    EXPECT_EQ(plan.usageOf("1")->memory.weights, 14 * 2'902'540'288LL);
+    EXPECT_EQ(plan.usageOf("cpu")->memory.weights, 5 * 2'902'540'288LL + 4096 * 2 + 64 * 4 + 262'144'000LL);
+}
+
+// Qwen3-MoE with a dense layer (decoder_sparse_step 2: layer 0 dense of intermediate_size 20, layer 1 experts of
+// moe_intermediate_size 6), float32 (e = 4), b = 1, s = 4 (B = 4), h = 8, E = 4, k = 2, full fine-tuning: the dense
+// MLP keeps its own width (gate_proj: input eBh + gate output and SiLU 2eB x 20; up_proj eB x 20; down_proj's input
+// eB x 20), the experts theirs (k x B = 8 rows of width 6: inputs and down outputs 2ekBh, gate_up output, SiLU output
+// and down input 4ekBf, indices 16kB). A checkpoint with per-expert names fills the fused ones.
+TEST(PlanMoe, Qwen3MoeDenseLayersKeepTheirOwnWidth)
+{
+    const PlanModel model = planModelFromConfig(tinyQwen3Moe(), "qwen3moe.json");
+    EXPECT_EQ(model.arch.experts, 4);
+    const FlatTree flat = flatten(model.tree);
+    PlanSettings settings;
+    settings.train = TrainMode::Full;
+    settings.batchSize = 1;
+    settings.sequenceLength = 4;
+    const NodeCosts c = computeCosts(flat, model, settings, 4, noSplitFlags(flat, model.tree.noSplitClasses));
+    const int64_t e = 4, B = 4, h = 8, kB = 8, f = 6;
+    EXPECT_EQ(c.saved[flat.find("model.layers.0.mlp.gate_proj")], e * B * h + 2 * e * B * 20);
+    EXPECT_EQ(c.saved[flat.find("model.layers.0.mlp.up_proj")], e * B * 20);
+    EXPECT_EQ(c.saved[flat.find("model.layers.0.mlp.down_proj")], e * B * 20);
+    EXPECT_EQ(c.saved[flat.find("model.layers.1.mlp.experts")], 2 * e * kB * h + 4 * e * kB * f + 16 * kB);
+    EXPECT_EQ(c.saved[flat.find("model.layers.1.mlp.gate")], e * B * h + 4 * B * 4 + 8 * B * 2);
+
+    testing_support::TempDir dir("qwen3moe-legacy");
+    std::ofstream(dir / "config.json") << tinyQwen3Moe().dump();
+    std::vector<testing_support::HeaderTensor> tensors;
+    for (int x = 0; x < 4; ++x) {
+        const std::string prefix = "model.layers.1.mlp.experts." + std::to_string(x);
+        tensors.push_back({prefix + ".gate_proj.weight", {6, 8}, "BF16"});
+        tensors.push_back({prefix + ".up_proj.weight", {6, 8}, "BF16"});
+        tensors.push_back({prefix + ".down_proj.weight", {8, 6}, "BF16"});
+    }
+    testing_support::writeSafetensorsHeaders(dir / "model.safetensors", tensors);
+    const PlanModel loaded = planModelFromPath(dir.path());
+    for (const auto &p : loaded.tree.find("model.layers.1.mlp.experts")->parameters)
+        EXPECT_EQ(p.dtype, "bfloat16") << p.name;
+    EXPECT_TRUE(loaded.warnings.empty()) << loaded.warnings.front();
+}
