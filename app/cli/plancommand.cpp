@@ -71,24 +71,11 @@ void printAttention(const Plan &plan)
 {
     if (plan.attention.empty())
         return;
-    const PlanSettings &s = plan.settings;
-    std::printf("\nattention at %lld x %lld tokens (eager: every layer scores all T x T pairs; a window masks scores, "
-                "it does not shrink them):\n",
-                static_cast<long long>(s.batchSize), static_cast<long long>(s.sequenceLength));
-    bool windowed = false;
-    for (const AttentionSpan &a : plan.attention) {
-        const std::string layers = a.firstLayer == a.lastLayer
-            ? "layer " + std::to_string(a.firstLayer)
-            : "layers " + std::to_string(a.firstLayer) + "-" + std::to_string(a.lastLayer);
-        const std::string kind = a.window > 0 ? "window " + std::to_string(a.window) : "full";
-        windowed = windowed || a.window > 0;
-        std::printf("  %-14s %-12s scores %s per layer (training), KV cache %lld tokens: %s per layer\n", layers.c_str(),
-                    kind.c_str(), formatBytes(a.scoresBytes).c_str(), static_cast<long long>(a.kvCacheTokens),
-                    formatBytes(a.kvCacheBytes).c_str());
-    }
-    if (windowed)
-        std::printf("  (a window-bounded cache, as transformers' sliding-window cache keeps; tunebench generate keeps "
-                    "every token and masks the older ones)\n");
+    std::printf("\n%s:\n", attentionHeadline(plan.settings).c_str());
+    for (const AttentionSpan &a : plan.attention)
+        std::printf("  %s\n", attentionText(a).c_str());
+    if (const std::string note = attentionCacheNote(plan.attention); !note.empty())
+        std::printf("  (%s)\n", note.c_str());
 }
 
 void printTable(const Plan &plan)

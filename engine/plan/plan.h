@@ -82,6 +82,14 @@ struct AttentionSpan {
     bool operator==(const AttentionSpan &) const = default;
 };
 
+/// What the plan's attention estimate assumes, one line: "attention at 8 x 4096 tokens (eager: ...)".
+std::string attentionHeadline(const PlanSettings &settings);
+/// One span, one line: "layers 0-31, window 4096: scores 3.00 GiB per layer (training), KV cache 4096 tokens:
+/// 16.00 MiB per layer".
+std::string attentionText(const AttentionSpan &span);
+/// The note a plan with a window needs: tunebench generate's cache keeps every token. "" without a window.
+std::string attentionCacheNote(const std::vector<AttentionSpan> &spans);
+
 /// The whole plan.
 struct Plan {
     std::vector<DeviceSpec> devices;    ///< as planned (disk appended when missing)

@@ -282,6 +282,30 @@ const char *phaseName(Phase phase)
     return "load";
 }
 
+std::string attentionHeadline(const PlanSettings &settings)
+{
+    return "attention at " + std::to_string(settings.batchSize) + " x " + std::to_string(settings.sequenceLength)
+        + " tokens (eager: every layer scores all T x T pairs; a window masks scores, it does not shrink them)";
+}
+
+std::string attentionText(const AttentionSpan &span)
+{
+    const std::string layers = span.firstLayer == span.lastLayer
+        ? "layer " + std::to_string(span.firstLayer)
+        : "layers " + std::to_string(span.firstLayer) + "-" + std::to_string(span.lastLayer);
+    return layers + ", " + (span.window > 0 ? "window " + std::to_string(span.window) : std::string("full")) + ": scores "
+        + bytes(span.scoresBytes) + " per layer (training), KV cache " + std::to_string(span.kvCacheTokens)
+        + " tokens: " + bytes(span.kvCacheBytes) + " per layer";
+}
+
+std::string attentionCacheNote(const std::vector<AttentionSpan> &spans)
+{
+    const bool windowed = std::any_of(spans.begin(), spans.end(), [](const AttentionSpan &a) { return a.window > 0; });
+    return windowed ? "the KV cache of a windowed layer is a window-bounded cache's (transformers' sliding-window "
+                      "cache); tunebench generate keeps every token and masks the older ones"
+                    : std::string();
+}
+
 std::string deviceLabel(const DeviceSpec &device)
 {
     return device.isGpu() ? "GPU " + std::to_string(device.index) : device.key();

@@ -434,9 +434,10 @@ TEST_F(PlanCliTest, AttentionWindowsAndTheKvCacheAreShown)
     const ProcessResult table = run(args);
     ASSERT_EQ(table.exitCode, 0) << table.err;
     EXPECT_NE(table.out.find("attention at 1 x 8192 tokens (eager"), std::string::npos) << table.out;
-    EXPECT_NE(table.out.find("layers 0-31"), std::string::npos) << table.out;
-    EXPECT_NE(table.out.find("window 4096"), std::string::npos) << table.out;
-    EXPECT_NE(table.out.find("KV cache 4096 tokens: 16.00 MiB per layer"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("layers 0-31, window 4096: scores 12.00 GiB per layer (training), KV cache 4096 tokens: "
+                             "16.00 MiB per layer"),
+              std::string::npos)
+        << table.out;
     EXPECT_NE(table.out.find("tunebench generate keeps every token"), std::string::npos) << table.out;
 
     const json mixtral = runJson({"--model", "mixtral-8x7b", "--max-memory", "0=80GiB,1=80GiB,cpu=200GiB"});

@@ -472,3 +472,19 @@ TEST_F(PlanPageTest, MixtureOfExpertsLayersShowTheirExpertsFolded)
     for (const auto &placement : m_page->plan()->deviceMap)
         EXPECT_EQ(placement.module.find("experts"), std::string::npos) << placement.module;
 }
+
+// Issue 28: "Why here" also says which attention the estimate assumes and what each layer's window bounds.
+TEST_F(PlanPageTest, WhyHereShowsEachLayersWindowAndKvCache)
+{
+    ASSERT_TRUE(m_page->openModel(QStringLiteral(TUNEBENCH_TEST_DATA "/model/configs/mistral-7b-v0.1.json")));
+    auto *list = m_page->findChild<QListWidget *>(QStringLiteral("planExplanations"));
+    ASSERT_NE(list, nullptr);
+    QString attention;
+    for (int i = 0; i < list->count(); ++i) {
+        if (list->item(i)->text().startsWith(QStringLiteral("attention at ")))
+            attention = list->item(i)->text();
+    }
+    EXPECT_TRUE(attention.contains(QStringLiteral("(eager:"))) << attention.toStdString();
+    EXPECT_TRUE(attention.contains(QStringLiteral("layers 0-31, window 4096"))) << attention.toStdString();
+    EXPECT_TRUE(attention.contains(QStringLiteral("tunebench generate keeps every token"))) << attention.toStdString();
+}

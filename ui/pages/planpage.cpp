@@ -511,6 +511,14 @@ void PlanPage::showPlan(const Plan &plan)
         m_explanations->addItem(fromStd(warning));
     for (const auto &placement : plan.deviceMap)
         m_explanations->addItem(fromStd(placement.explanation));
+    if (!plan.attention.empty()) { // each layer's window, its training scores and its generation cache
+        QStringList lines{fromStd(engine::plan::attentionHeadline(plan.settings)) + QLatin1Char(':')};
+        for (const auto &span : plan.attention)
+            lines << fromStd(engine::plan::attentionText(span));
+        if (const std::string note = engine::plan::attentionCacheNote(plan.attention); !note.empty())
+            lines << fromStd(note);
+        m_explanations->addItem(lines.join(QLatin1Char('\n')));
+    }
     showPitfalls(plan);
     m_tabs->setTabText(0, plan.lint.empty() ? tr("Pitfalls") : tr("Pitfalls (%1)").arg(plan.lint.size()));
     for (QPushButton *b : {m_importButton, m_exportButton, m_pythonButton, m_trainButton})
