@@ -3,7 +3,6 @@
 #include "engine/core/error.h"
 #include "engine/model/configfields.h"
 
-#include <algorithm>
 #include <regex>
 
 #include <nlohmann/json.hpp>
