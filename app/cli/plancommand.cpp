@@ -58,11 +58,23 @@ void printCatalog(bool asJson)
         std::cout << list.dump() << "\n";
         return;
     }
-    std::printf("%-16s %-28s %-8s %s\n", "name", "repo id", "type", "parameters");
+    std::printf("%-16s %-28s %-10s %s\n", "name", "repo id", "type", "parameters");
     for (const CatalogEntry &e : entries)
-        std::printf("%-16s %-28s %-8s %s\n", e.name.c_str(), e.repoId.c_str(), e.modelType.c_str(),
+        std::printf("%-16s %-28s %-10s %s\n", e.name.c_str(), e.repoId.c_str(), e.modelType.c_str(),
                     e.parametersPublished.c_str());
     std::printf("\nPlan one with: tunebench plan --model NAME --max-memory ... (configs only; no weights are downloaded)\n");
+}
+
+// Per run of layers with one window: what training's eager attention keeps and what a long generation caches.
+void printAttention(const Plan &plan)
+{
+    if (plan.attention.empty())
+        return;
+    std::printf("\n%s:\n", attentionHeadline(plan.settings).c_str());
+    for (const AttentionSpan &a : plan.attention)
+        std::printf("  %s\n", attentionText(a).c_str());
+    if (const std::string note = attentionCacheNote(plan.attention); !note.empty())
+        std::printf("  (%s)\n", note.c_str());
 }
 
 void printTable(const Plan &plan)
@@ -94,6 +106,7 @@ void printTable(const Plan &plan)
     if (!plan.peak.device.empty())
         std::printf("\npeak: %s, %s, %s\n", plan.peak.device.c_str(), phaseName(plan.peak.phase),
                     formatBytes(plan.peak.bytes).c_str());
+    printAttention(plan);
     std::printf("\ndevice map:\n");
     for (const Placement &p : plan.deviceMap)
         std::printf("  %s\n", p.explanation.c_str());

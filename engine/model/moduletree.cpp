@@ -3,6 +3,7 @@
 #include "engine/core/error.h"
 #include "engine/model/configfields.h"
 #include "engine/model/llamaconfig.h"
+#include "engine/model/moetree.h"
 
 #include <algorithm>
 #include <functional>
@@ -409,6 +410,10 @@ std::vector<std::string> noSplitModuleClasses(const std::string &modelType)
         return {"Qwen2DecoderLayer"};
     if (modelType == "qwen3")
         return {"Qwen3DecoderLayer"};
+    if (modelType == "mixtral")
+        return {"MixtralDecoderLayer"};
+    if (modelType == "qwen3_moe")
+        return {"Qwen3MoeDecoderLayer"};
     if (modelType == "chatglm")
         return {"GLMBlock"};
     if (modelType == "gpt2")
@@ -467,6 +472,8 @@ ModuleTree moduleTreeFromConfig(const json &config, const std::string &source)
     const std::string dtype = readDtype(config, source);
     if (isLlamaFamily(modelType))
         return llamaModuleTree(LlamaConfig::fromJson(config, source), dtype);
+    if (isMoeModelType(modelType))
+        return moeModuleTree(MoeConfig::fromJson(config, source), dtype);
     if (modelType == "chatglm")
         return chatglmTree(config, source, dtype);
     if (modelType == "gpt2")
@@ -475,7 +482,7 @@ ModuleTree moduleTreeFromConfig(const json &config, const std::string &source)
         throw fieldError(source, "model_type", "is missing: cannot tell the architecture");
     throw fieldError(source, "model_type",
                      "is \"" + modelType + "\": no module tree for this architecture (supported: llama, mistral, qwen2, qwen3, "
-                                           "chatglm, gpt2)");
+                                           "mixtral, qwen3_moe, chatglm, gpt2)");
 }
 
 ModuleTree moduleTreeFromFolder(const std::filesystem::path &path)

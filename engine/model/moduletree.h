@@ -15,7 +15,8 @@
 //   tree.tiedParameters;                            // {{"lm_head.weight", "model.embed_tokens.weight"}} if tied
 //
 // Architectures: llama, mistral, qwen2, qwen3 (the engine's model runs these; names and shapes equal its
-// named_parameters()), chatglm (ChatGLM-6B) and gpt2 (planning only).
+// named_parameters()), mixtral and qwen3_moe (engine/model/moetree.h), chatglm (ChatGLM-6B) and gpt2 (planning
+// only).
 
 #include <cstdint>
 #include <filesystem>
@@ -120,7 +121,7 @@ std::vector<std::string> noSplitModuleClasses(const std::string &modelType);
 ModuleTree llamaModuleTree(const LlamaConfig &config, const std::string &dtype);
 
 /// Builds the tree of a config.json object, dispatching on model_type (llama, mistral, qwen2, qwen3,
-/// chatglm, gpt2). Throws Error(InvalidInput) naming `source` and the field for an unknown model_type, a bad
+/// mixtral, qwen3_moe, chatglm, gpt2). Throws Error(InvalidInput) naming `source` and the field for an unknown model_type, a bad
 /// value or a feature that changes the parameters and is not supported.
 ModuleTree moduleTreeFromConfig(const nlohmann::json &config, const std::string &source);
 

@@ -69,12 +69,13 @@ size_t editDistance(const std::string &a, const std::string &b)
     return row[b.size()];
 }
 
-// The three names closest to `name` by edit distance, for the unknown-name message.
+// The three names closest to `name`, for the unknown-name message: names that begin with it first (a name typed
+// short: "mistral-7b" for mistral-7b-v0.3, not the nearer mixtral-8x7b), then by edit distance.
 std::vector<std::string> nearestNames(const std::string &name, const std::vector<CatalogEntry> &entries)
 {
-    std::vector<std::pair<size_t, std::string>> ranked;
+    std::vector<std::pair<std::pair<bool, size_t>, std::string>> ranked;
     for (const CatalogEntry &e : entries)
-        ranked.emplace_back(editDistance(name, e.name), e.name);
+        ranked.push_back({{!e.name.starts_with(name), editDistance(name, e.name)}, e.name});
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto &x, const auto &y) { return x.first < y.first; });
     std::vector<std::string> out;
     for (size_t i = 0; i < ranked.size() && i < 3; ++i)

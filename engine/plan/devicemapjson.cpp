@@ -88,6 +88,13 @@ ojson planJson(const Plan &plan)
     ojson explanations = ojson::array();
     for (const Placement &p : plan.deviceMap)
         explanations.push_back(p.explanation);
+    ojson attention = ojson::array();
+    for (const AttentionSpan &a : plan.attention)
+        attention.push_back({{"layers", {a.firstLayer, a.lastLayer}},
+                             {"window", a.window > 0 ? ojson(a.window) : ojson(nullptr)},
+                             {"scores_per_layer", a.scoresBytes},
+                             {"kv_cache_tokens", a.kvCacheTokens},
+                             {"kv_cache_per_layer", a.kvCacheBytes}});
     ojson peak = {{"device", plan.peak.device.empty() ? ojson(nullptr) : deviceValue(plan.peak.device)},
                  {"phase", phaseName(plan.peak.phase)},
                  {"bytes", plan.peak.bytes}};
@@ -100,7 +107,8 @@ ojson planJson(const Plan &plan)
             {"warnings", plan.warnings},
             {"strategy", strategyName(plan.settings.strategy)},
             {"train", trainModeName(plan.settings.train)},
-            {"no_split", plan.noSplit}};
+            {"no_split", plan.noSplit},
+            {"attention", {{"implementation", "eager"}, {"layers", attention}}}};
 }
 
 ojson readDeviceMapFile(const std::filesystem::path &file)

@@ -48,6 +48,12 @@
 //   with dropout p > 0: the dropped input (4*B*in, kept by A) and the dropout noise (4*B*in: on the CPU
 //       dropout is input * noise, and the mul keeps the noise; CUDA's fused kernel keeps a 1-byte mask,
 //       so this is an upper bound there), each Linear its own, + A's output 4*B*r.
+// Mixture-of-experts layers (mixtral, qwen3_moe; docs/memory-estimate.md), as transformers' eager experts loop
+// runs them: the router (a bare [E, h] weight) keeps its input when trained, its fp32 softmax 4*B*E and the
+// top-k indices 8*B*k; the experts together see k*B token rows (each token goes to k of them, whatever the
+// balance) and keep per row the gathered input e*h (trained), the gate_up output and SiLU output 3*e*f, the
+// down input e*f (trained), the down output e*h (kept by the product with a trained routing weight) and 16 B
+// of int64 indices (moeRouterSavedBytes, moeExpertsSavedBytes).
 // GPT-style blocks (gpt2, ChatGLM-6B): LayerNorm keeps its input e*B*h (+ 8*B mean/rstd), the fused
 // qkv output 3*e*B*h, the softmax 4*S (+ e*S), GELU its input e*B*f, trained Linears their input.
 // Generic blocks (a model planned from its tensor names, genericmodel.cpp): the leaves' roles are unknown, so each
@@ -78,7 +84,8 @@
 namespace engine::plan {
 namespace {
 
-enum class Role { Other, Norm, Q, K, V, Qkv, AttnOut, Gate, Up, Down, MlpIn, MlpOut, FinalNorm, Head, Embedding };
+enum class Role { Other, Norm, Q, K, V, Qkv, AttnOut, Gate, Up, Down, MlpIn, MlpOut, Router, Experts, FinalNorm, Head,
+                  Embedding };
 
 Role roleOf(const FlatTree &t, int node, const ArchInfo &arch, bool insideBlock)
 {
@@ -98,6 +105,9 @@ Role roleOf(const FlatTree &t, int node, const ArchInfo &arch, bool insideBlock)
     if (n.className == "LayerNorm" || n.className.find("RMSNorm") != std::string::npos)
         return Role::Norm;
     if (family == "llama") {
+        // A mixture-of-experts layer's mlp (mixtral, qwen3_moe): its router and its experts as one module.
+        if (n.className.ends_with("TopKRouter")) return Role::Router;
+        if (n.className.ends_with("Experts")) return Role::Experts;
         if (local == "q_proj") return Role::Q;
         if (local == "k_proj") return Role::K;
         if (local == "v_proj") return Role::V;
@@ -144,6 +154,19 @@ void linearShape(const FlatTree &t, int node, int64_t &out, int64_t &in)
     }
 }
 
+// [experts, width] of an experts module (gate_up_proj [experts, 2 x width, hidden]).
+void expertsShape(const FlatTree &t, int node, int64_t &experts, int64_t &width)
+{
+    experts = width = 0;
+    for (const int item : t.nodes[node].items) {
+        const FlatNode &p = t.nodes[item];
+        if (p.isParam && p.localName == "gate_up_proj" && p.shape.size() == 3) {
+            experts = p.shape[0];
+            width = p.shape[1] / 2;
+        }
+    }
+}
+
 // Family "generic" (a model planned from its tensor names): the leaves' roles are unknown, so each block is
 // charged as a whole (genericBlockSavedBytes); only LoRA's per-adapter inputs stay on the leaves.
 bool genericBlocks(const ArchInfo &arch)
@@ -166,6 +189,48 @@ int64_t genericBlockSavedBytes(const ArchInfo &arch, int64_t b, int64_t s, int64
     const int64_t mlp = trainedInput * B * h /*up input*/ + (arch.gatedMlp ? 3 : 1) * e * B * f /*activation (x up)*/
         + trainedInput * B * f /*down input*/;
     return norms + attention + mlp;
+}
+
+std::vector<AttentionSpan> attentionSpans(const ArchInfo &arch, const PlanSettings &settings, int64_t e)
+{
+    std::vector<AttentionSpan> spans;
+    if (arch.layers <= 0 || arch.heads <= 0 || arch.headDim <= 0)
+        return spans;
+    const int64_t b = settings.batchSize, T = settings.sequenceLength;
+    const int64_t kvHeads = arch.kvHeads > 0 ? arch.kvHeads : arch.heads;
+    for (int64_t layer = 0; layer < arch.layers; ++layer) {
+        const int64_t window = layer < static_cast<int64_t>(arch.attentionWindows.size())
+            ? arch.attentionWindows[static_cast<size_t>(layer)]
+            : 0;
+        if (!spans.empty() && spans.back().window == window) {
+            spans.back().lastLayer = layer;
+            continue;
+        }
+        AttentionSpan span;
+        span.firstLayer = span.lastLayer = layer;
+        span.window = window;
+        // Eager attention: the window masks scores, it does not shrink them (computeCosts charges the same S).
+        span.scoresBytes = (4 + (e != 4 ? e : 0)) * b * arch.heads * T * T;
+        // The next query needs itself and the window - 1 keys before it: a window-bounded cache keeps min(T, W).
+        span.kvCacheTokens = window > 0 ? std::min(T, window) : T;
+        span.kvCacheBytes = 2 * b * span.kvCacheTokens * kvHeads * arch.headDim * e;
+        spans.push_back(span);
+    }
+    return spans;
+}
+
+int64_t moeRouterSavedBytes(int64_t B, int64_t h, int64_t experts, int64_t k, int64_t e, bool full)
+{
+    return (full ? e * B * h : 0) /*the router's input*/ + 4 * B * experts /*softmax over the experts, fp32*/
+        + 8 * B * k /*top-k indices*/;
+}
+
+int64_t moeExpertsSavedBytes(int64_t B, int64_t h, int64_t f, int64_t k, int64_t e, bool full)
+{
+    const int64_t routed = k * B; // token rows over all experts: each token goes to k of them
+    return (full ? e * routed * h : 0) /*gate_up input*/ + 3 * e * routed * f /*gate_up output, silu output*/
+        + (full ? e * routed * f : 0) /*down input*/ + (full ? e * routed * h : 0) /*down output, times the trained
+        routing weight*/ + 16 * routed /*the token and slot indices of torch.where*/;
 }
 
 int64_t llamaBlockSavedBytes(int64_t b, int64_t s, int64_t h, int64_t a, int64_t g, int64_t f, int64_t e)
@@ -246,7 +311,8 @@ NodeCosts computeCosts(const FlatTree &t, const PlanModel &model, const PlanSett
             && std::find(targets.begin(), targets.end(), n.localName) != targets.end()) {
             int64_t out = 0, in = 0;
             linearShape(t, static_cast<int>(i), out, in);
-            if (out > 0) {
+            // PEFT adapts Linear-like modules; a MoE router (a TopKRouter holding a bare weight) is not one.
+            if (out > 0 && !n.className.ends_with("TopKRouter")) {
                 c.loraTarget[i] = 1;
                 targetsSeen.insert(n.localName);
             }
@@ -328,9 +394,18 @@ NodeCosts computeCosts(const FlatTree &t, const PlanModel &model, const PlanSett
             case Role::V: saved = e * B * out + softmax; group = 1; break;
             case Role::Qkv: saved = (trainedModule(node) ? e * B * h : 0) + 3 * e * B * h + softmax; group = 1; break;
             case Role::AttnOut: saved = trainedModule(node) ? e * B * in : 0; group = 2; break;
-            case Role::Gate: saved = (trainedModule(node) ? e * B * h : 0) + 2 * e * B * f; group = 3; break;
-            case Role::Up: saved = e * B * f; group = 3; break;
-            case Role::Down: saved = trainedModule(node) ? e * B * f : 0; group = 4; break;
+            // The MLP's width from its own Linear (qwen3_moe's dense layers are wider than its experts).
+            case Role::Gate: saved = (trainedModule(node) ? e * B * h : 0) + 2 * e * B * out; group = 3; break;
+            case Role::Up: saved = e * B * out; group = 3; break;
+            case Role::Down: saved = trainedModule(node) ? e * B * in : 0; group = 4; break;
+            case Role::Router: saved = moeRouterSavedBytes(B, h, out, arch.expertsPerToken, e, full); group = 3; break;
+            case Role::Experts: {
+                int64_t experts = 0, width = 0;
+                expertsShape(t, node, experts, width);
+                saved = moeExpertsSavedBytes(B, h, width, arch.expertsPerToken, e, full);
+                group = 3;
+                break;
+            }
             case Role::MlpIn: saved = (trainedModule(node) ? e * B * h : 0) + e * B * f; group = 3; break;
             case Role::MlpOut: saved = trainedModule(node) ? e * B * in : 0; group = 4; break;
             case Role::Head:

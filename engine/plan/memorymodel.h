@@ -5,6 +5,7 @@
 // LLaMA block's count step by step. Torch-free.
 
 #include "engine/plan/flattree.h"
+#include "engine/plan/plan.h"
 #include "engine/plan/planmodel.h"
 #include "engine/plan/plansettings.h"
 
@@ -47,6 +48,21 @@ NodeCosts computeCosts(const FlatTree &tree, const PlanModel &model, const PlanS
 /// arch.kvHeads key/value heads, an MLP of arch.intermediate, gated when arch.gatedMlp); `full` when its
 /// Linears are trained. 0 when arch has no hidden size or head count (the activations are then not counted).
 int64_t genericBlockSavedBytes(const ArchInfo &arch, int64_t b, int64_t s, int64_t e, bool full);
+
+/// Bytes a mixture-of-experts router (mixtral's, qwen3_moe's `mlp.gate`) saves for backward: B tokens, hidden h,
+/// `experts` experts, top-k routing, activation element size e; `full` when its weight is trained.
+int64_t moeRouterSavedBytes(int64_t B, int64_t h, int64_t experts, int64_t k, int64_t e, bool full);
+
+/// Bytes a layer's experts (`mlp.experts`, each a SwiGLU MLP of width f) save for backward, as transformers' eager
+/// experts loop runs them: every token is routed to k experts, so the experts together see k x B token rows
+/// (k x B / experts each when balanced), whatever the balance. `full` when the experts and router are trained.
+int64_t moeExpertsSavedBytes(int64_t B, int64_t h, int64_t f, int64_t k, int64_t e, bool full);
+
+/// Each run of consecutive decoder layers with one attention window (arch.attentionWindows, from
+/// LlamaConfig::attentionWindow; no windows = full attention), with its training scores and its generation KV
+/// cache at settings.sequenceLength tokens and settings.batchSize sequences, activation element size e.
+/// Empty when the architecture's layers, heads or head size are unknown.
+std::vector<AttentionSpan> attentionSpans(const ArchInfo &arch, const PlanSettings &settings, int64_t e);
 
 /// Bytes one LLaMA block saves for backward without checkpointing (see memorymodel.cpp), for docs and tests:
 /// b sequences of s tokens, hidden h, a heads, g key/value heads, intermediate f, activation element size e,

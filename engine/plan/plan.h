@@ -68,6 +68,28 @@ struct PlanPeak {
     int64_t bytes = 0;
 };
 
+/// The attention of a run of consecutive decoder layers that share one window, as the estimate assumes it:
+/// eager attention (tunebench's engine, transformers' "eager"), which computes every query against every key
+/// and masks what a window hides, so in training a local layer saves the same scores as a global one. What the
+/// window does bound is the cache of keys and values a long generation needs.
+struct AttentionSpan {
+    int64_t firstLayer = 0;    ///< 0-based, inclusive
+    int64_t lastLayer = 0;     ///< inclusive
+    int64_t window = 0;        ///< LlamaConfig::attentionWindow of these layers; 0 = full attention
+    int64_t scoresBytes = 0;   ///< per layer in training: the softmax kept for backward, (4 + e') x b x heads x T x T
+    int64_t kvCacheTokens = 0; ///< tokens of keys and values a layer must keep at T = the sequence length: min(T, window)
+    int64_t kvCacheBytes = 0;  ///< per layer and batch: 2 (k, v) x b x kvCacheTokens x kv heads x head_dim x e
+    bool operator==(const AttentionSpan &) const = default;
+};
+
+/// What the plan's attention estimate assumes, one line: "attention at 8 x 4096 tokens (eager: ...)".
+std::string attentionHeadline(const PlanSettings &settings);
+/// One span, one line: "layers 0-31, window 4096: scores 3.00 GiB per layer (training), KV cache 4096 tokens:
+/// 16.00 MiB per layer".
+std::string attentionText(const AttentionSpan &span);
+/// The note a plan with a window needs: tunebench generate's cache keeps every token. "" without a window.
+std::string attentionCacheNote(const std::vector<AttentionSpan> &spans);
+
 /// The whole plan.
 struct Plan {
     std::vector<DeviceSpec> devices;    ///< as planned (disk appended when missing)
@@ -83,6 +105,7 @@ struct Plan {
     std::vector<LintFinding> lint;
     std::vector<std::string> warnings;  ///< e.g. the tree came from tensor names
     std::vector<std::string> minimums;  ///< "GPU 0 would need at least 1.20 GiB", for devices that got nothing
+    std::vector<AttentionSpan> attention; ///< per run of layers with one window; empty when the sizes are unknown
 
     /// The device map as (module prefix, torch device "cuda:N" / "cpu" / "disk"), in module order, for
     /// the dispatched loader.

@@ -5,6 +5,7 @@
 #include "engine/io/shardindex.h"
 #include "engine/model/configfields.h"
 #include "engine/model/llamaconfig.h"
+#include "engine/model/moetree.h"
 
 #include <algorithm>
 #include <map>
@@ -43,14 +44,27 @@ ArchInfo archInfo(const model::ModuleTree &tree, const json &config)
         }
         return {};
     };
-    if (model::isLlamaFamily(tree.modelType)) {
+    const bool moe = model::isMoeModelType(tree.modelType);
+    if (model::isLlamaFamily(tree.modelType) || moe) {
         a.family = "llama";
         const auto embed = shapeOf("model.embed_tokens.weight");
         a.vocab = embed.size() == 2 ? embed[0] : 0;
         a.hidden = embed.size() == 2 ? embed[1] : 0;
-        a.intermediate = shapeOf("model.layers.0.mlp.gate_proj.weight").empty() ? 0 : shapeOf("model.layers.0.mlp.gate_proj.weight")[0];
+        const auto gate = shapeOf("model.layers.0.mlp.gate_proj.weight");
+        const auto experts = shapeOf("model.layers.0.mlp.experts.down_proj"); // [experts, hidden, width]
+        a.intermediate = gate.size() == 2 ? gate[0] : experts.size() == 3 ? experts[2] : 0;
         const model::ModuleNode *layers = tree.find("model.layers");
         a.layers = layers ? static_cast<int64_t>(layers->children.size()) : 0;
+        // Each layer's attention window, declared once by the config (LlamaConfig::attentionWindow).
+        // (The tree was built from the same config, so neither reader throws here.)
+        const model::MoeConfig moeConfig = moe ? model::MoeConfig::fromJson(config, "config.json") : model::MoeConfig();
+        const model::LlamaConfig attention = moe ? moeConfig.dense : model::LlamaConfig::fromJson(config, "config.json");
+        for (int64_t i = 0; i < a.layers; ++i)
+            a.attentionWindows.push_back(attention.attentionWindow(i));
+        if (moe) {
+            a.experts = moeConfig.numExperts;
+            a.expertsPerToken = moeConfig.expertsPerToken;
+        }
         a.heads = intField(config, {"num_attention_heads"}, 32);
         a.kvHeads = intField(config, {"num_key_value_heads"}, a.heads);
         const auto q = shapeOf("model.layers.0.self_attn.q_proj.weight");
@@ -144,14 +158,53 @@ PlanModel planFromHeaders(const fs::path &folder, const json &config, const std:
     return out;
 }
 
+// Older per-expert tensors of a checkpoint (legacyExpertTensor), gathered under the fused parameter they load into.
+using ExpertPieces = std::map<std::string, std::vector<std::pair<model::LegacyExpertTensor, const io::TensorInfo *>>>;
+
+// The dtype of a fused expert parameter from its per-expert pieces: every expert's gate and up halves
+// ([width, hidden] each, gate_up_proj being [experts, 2 x width, hidden]) or down ([hidden, width]), one dtype.
+// "" (and a warning) when the pieces do not make the parameter.
+std::string fusedDtype(const std::string &full, const model::ParameterInfo &p,
+                       const std::vector<std::pair<model::LegacyExpertTensor, const io::TensorInfo *>> &pieces,
+                       std::vector<std::string> &warnings)
+{
+    if (p.shape.size() != 3)
+        return {};
+    const bool gateUp = p.name == "gate_up_proj";
+    const std::vector<int64_t> pieceShape = gateUp ? std::vector<int64_t>{p.shape[1] / 2, p.shape[2]}
+                                                   : std::vector<int64_t>{p.shape[1], p.shape[2]};
+    const size_t expected = static_cast<size_t>(p.shape[0]) * (gateUp ? 2 : 1);
+    std::string dtype;
+    bool consistent = pieces.size() == expected;
+    for (const auto &[piece, tensor] : pieces) {
+        const std::string name = torchDtypeName(std::string(io::dtypeName(tensor->dtype)));
+        consistent = consistent && piece.expert >= 0 && piece.expert < p.shape[0]
+            && std::vector<int64_t>(tensor->shape.begin(), tensor->shape.end()) == pieceShape
+            && (dtype.empty() || dtype == name);
+        dtype = name;
+    }
+    if (!consistent) {
+        warnings.push_back("checkpoint's per-expert tensors for " + full + " (" + std::to_string(pieces.size()) + " of "
+                           + std::to_string(expected) + " expected) do not make its shape in one dtype; planning with "
+                                                        "config.json's dtype");
+        return {};
+    }
+    return dtype;
+}
+
 void overlayDtypes(model::ModuleNode &node, const std::map<std::string, const io::TensorInfo *> &byName,
-                   std::vector<std::string> &warnings, int &shapeMismatches)
+                   const ExpertPieces &pieces, std::vector<std::string> &warnings, int &shapeMismatches)
 {
     for (model::ParameterInfo &p : node.parameters) {
         const std::string full = node.name.empty() ? p.name : node.name + "." + p.name;
         const auto it = byName.find(full);
-        if (it == byName.end())
+        if (it == byName.end()) {
+            if (const auto piece = pieces.find(full); piece != pieces.end()) {
+                if (std::string dtype = fusedDtype(full, p, piece->second, warnings); !dtype.empty())
+                    p.dtype = std::move(dtype);
+            }
             continue;
+        }
         std::vector<int64_t> shape(it->second->shape.begin(), it->second->shape.end());
         if (shape != p.shape) {
             if (shapeMismatches++ == 0)
@@ -167,7 +220,7 @@ void overlayDtypes(model::ModuleNode &node, const std::map<std::string, const io
             b.dtype = torchDtypeName(std::string(io::dtypeName(it->second->dtype)));
     }
     for (model::ModuleNode &child : node.children)
-        overlayDtypes(child, byName, warnings, shapeMismatches);
+        overlayDtypes(child, byName, pieces, warnings, shapeMismatches);
 }
 
 } // namespace
@@ -223,10 +276,19 @@ PlanModel planModelFromPath(const fs::path &path)
     if (weights) {
         const std::vector<io::TensorInfo> tensors = checkpointTensors(folder);
         std::map<std::string, const io::TensorInfo *> byName;
-        for (const io::TensorInfo &t : tensors)
-            byName.emplace(t.name, &t);
+        ExpertPieces pieces;
+        for (const io::TensorInfo &t : tensors) {
+            // Checkpoints saved before transformers 5 name each expert (and Mixtral's router) the old way.
+            const std::optional<model::LegacyExpertTensor> legacy = model::legacyExpertTensor(out.tree.modelType, t.name);
+            if (legacy && legacy->part == model::ExpertPart::Whole)
+                byName.emplace(legacy->parameter, &t);
+            else if (legacy)
+                pieces[legacy->parameter].emplace_back(*legacy, &t);
+            else
+                byName.emplace(t.name, &t);
+        }
         int mismatches = 0;
-        overlayDtypes(out.tree.root, byName, out.warnings, mismatches);
+        overlayDtypes(out.tree.root, byName, pieces, out.warnings, mismatches);
     }
     return out;
 }

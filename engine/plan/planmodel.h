@@ -31,6 +31,11 @@ struct ArchInfo {
     int64_t vocab = 0;
     int64_t layers = 0;
     bool gatedMlp = false;    ///< "generic": three intermediate-wide projections per block (SwiGLU-like)
+    int64_t experts = 0;          ///< mixture of experts (mixtral, qwen3_moe): experts per sparse layer; 0 = dense
+    int64_t expertsPerToken = 0;  ///< the top-k experts each token is routed to
+    /// Per decoder layer, its attention window (LlamaConfig::attentionWindow: a query sees itself and the
+    /// window - 1 keys before it); 0 = full attention. Empty when the architecture declares none.
+    std::vector<int64_t> attentionWindows = {};
     std::string outputHead;   ///< "generic": the module whose output is the logits ("" = none found)
 };
 

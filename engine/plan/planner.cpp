@@ -282,6 +282,30 @@ const char *phaseName(Phase phase)
     return "load";
 }
 
+std::string attentionHeadline(const PlanSettings &settings)
+{
+    return "attention at " + std::to_string(settings.batchSize) + " x " + std::to_string(settings.sequenceLength)
+        + " tokens (eager: every layer scores all T x T pairs; a window masks scores, it does not shrink them)";
+}
+
+std::string attentionText(const AttentionSpan &span)
+{
+    const std::string layers = span.firstLayer == span.lastLayer
+        ? "layer " + std::to_string(span.firstLayer)
+        : "layers " + std::to_string(span.firstLayer) + "-" + std::to_string(span.lastLayer);
+    return layers + ", " + (span.window > 0 ? "window " + std::to_string(span.window) : std::string("full")) + ": scores "
+        + bytes(span.scoresBytes) + " per layer (training), KV cache " + std::to_string(span.kvCacheTokens)
+        + " tokens: " + bytes(span.kvCacheBytes) + " per layer";
+}
+
+std::string attentionCacheNote(const std::vector<AttentionSpan> &spans)
+{
+    const bool windowed = std::any_of(spans.begin(), spans.end(), [](const AttentionSpan &a) { return a.window > 0; });
+    return windowed ? "the KV cache of a windowed layer is a window-bounded cache's (transformers' sliding-window "
+                      "cache); tunebench generate keeps every token and masks the older ones"
+                    : std::string();
+}
+
 std::string deviceLabel(const DeviceSpec &device)
 {
     return device.isGpu() ? "GPU " + std::to_string(device.index) : device.key();
@@ -378,6 +402,7 @@ Plan Planner::plan(const std::vector<DeviceSpec> &devicesIn, const PlanSettings 
     const std::vector<char> flags = noSplitFlags(t, plan.noSplit);
     const NodeCosts costs = computeCosts(t, m_model, settings, weightBytes, flags);
     const bool training = settings.train != TrainMode::None;
+    plan.attention = attentionSpans(m_model.arch, settings, costs.activationBytes);
 
     plan.devices = withDisk(devicesIn);
     if (training)
@@ -512,6 +537,7 @@ Plan Planner::revalidate(Plan plan) const
     }
     const NodeCosts costs = computeCosts(t, m_model, plan.settings, planDtypeBytes(plan.settings.dtype),
                                          noSplitFlags(t, plan.noSplit));
+    plan.attention = attentionSpans(m_model.arch, plan.settings, costs.activationBytes);
     finish(plan, t, costs, deviceOfNode);
     return plan;
 }

@@ -371,12 +371,13 @@ TEST_F(PlanCliTest, ListModels)
 {
     const ProcessResult table = run({"--list-models"});
     ASSERT_EQ(table.exitCode, 0) << table.err;
-    for (const char *text : {"llama-3.1-8b", "meta-llama/Llama-3.1-8B", "qwen2.5-14b", "qwen3-8b", "Qwen/Qwen3-0.6B", "chatglm", "124M"})
+    for (const char *text : {"llama-3.1-8b", "meta-llama/Llama-3.1-8B", "qwen2.5-14b", "qwen3-8b", "Qwen/Qwen3-0.6B", "chatglm", "124M",
+                             "mixtral-8x7b", "Qwen/Qwen3-30B-A3B           qwen3_moe  30.5B"})
         EXPECT_NE(table.out.find(text), std::string::npos) << text << "\n" << table.out;
 
     const json list = runJson({"--list-models"});
     ASSERT_TRUE(list.is_array());
-    EXPECT_EQ(list.size(), 19u);
+    EXPECT_EQ(list.size(), 21u);
     bool mistral = false;
     for (const json &e : list) {
         for (const char *key : {"name", "display_name", "repo_id", "model_type", "parameters"})
@@ -411,4 +412,37 @@ TEST_F(PlanCliTest, FolderOfACatalogNameWins)
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const json out = json::parse(r.out);
     EXPECT_EQ(out["no_split"], json::array({"LlamaDecoderLayer"})) << "planned the catalog's gpt2: " << r.out;
+}
+
+// Issue 28: the plan says which attention its estimate assumes and what each layer's window does. Mistral-7B-v0.1
+// slides every layer over 4096 keys; at 1 x 8192 tokens in bfloat16 a layer's cache keeps 4096 tokens:
+// 2 (k, v) x 4096 x 8 kv heads x 128 x 2 B = 16 MiB, while training's eager scores stay (4 + 2) x 32 heads x 8192^2
+// = 12 GiB per layer. Mixtral from the catalog plans with whole MixtralDecoderLayers and full attention.
+TEST_F(PlanCliTest, AttentionWindowsAndTheKvCacheAreShown)
+{
+    const std::vector<std::string> args = {"--model",      (kConfigs / "mistral-7b-v0.1.json").string(),
+                                           "--max-memory", "0=80GiB,cpu=200GiB",
+                                           "--train",      "lora",
+                                           "--dtype",      "bfloat16",
+                                           "--batch-size", "1",
+                                           "--seq-len",    "8192"};
+    const json out = runJson(args);
+    ASSERT_TRUE(out.is_object());
+    EXPECT_EQ(out["attention"]["implementation"], "eager");
+    EXPECT_EQ(out["attention"]["layers"], json::parse(R"([{"layers": [0, 31], "window": 4096, "scores_per_layer": 12884901888,
+                                                           "kv_cache_tokens": 4096, "kv_cache_per_layer": 16777216}])"));
+    const ProcessResult table = run(args);
+    ASSERT_EQ(table.exitCode, 0) << table.err;
+    EXPECT_NE(table.out.find("attention at 1 x 8192 tokens (eager"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("layers 0-31, window 4096: scores 12.00 GiB per layer (training), KV cache 4096 tokens: "
+                             "16.00 MiB per layer"),
+              std::string::npos)
+        << table.out;
+    EXPECT_NE(table.out.find("tunebench generate keeps every token"), std::string::npos) << table.out;
+
+    const json mixtral = runJson({"--model", "mixtral-8x7b", "--max-memory", "0=80GiB,1=80GiB,cpu=200GiB"});
+    ASSERT_TRUE(mixtral.is_object());
+    EXPECT_EQ(mixtral["no_split"], json::array({"MixtralDecoderLayer"}));
+    EXPECT_EQ(mixtral["attention"]["layers"][0]["window"], nullptr);
+    EXPECT_EQ(mixtral["attention"]["layers"][0]["layers"], json::array({0, 31}));
 }

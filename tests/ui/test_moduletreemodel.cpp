@@ -122,3 +122,35 @@ TEST(ModuleTreeModel, ProxiesSortNumbersByTheRawRole)
     // Layers sort as numbers by parameters too (all equal here): 32 rows, none lost.
     EXPECT_EQ(model.rowCount(model.indexForPath(QStringLiteral("model.layers"))), 32);
 }
+
+// Issue 28: a mixture-of-experts layer's experts are one row under the layer's mlp (beside the router), whatever
+// their number; the row says how many experts it stacks.
+TEST(ModuleTreeModel, ExpertsAreOneRowUnderTheirLayer)
+{
+    const nlohmann::json config = {{"model_type", "mixtral"},  {"vocab_size", 16},        {"hidden_size", 8},
+                                   {"intermediate_size", 12},  {"num_hidden_layers", 2},  {"num_attention_heads", 2},
+                                   {"num_key_value_heads", 1}, {"num_local_experts", 8},  {"num_experts_per_tok", 2},
+                                   {"torch_dtype", "bfloat16"}};
+    ui::ModuleTreeModel model;
+    model.setTree(engine::model::moduleTreeFromConfig(config, "cfg.json"));
+    EXPECT_EQ(model.rowCount(model.indexForPath(QStringLiteral("model.layers"))), 2);
+    const QModelIndex layer = model.indexForPath(QStringLiteral("model.layers.1"));
+    const QModelIndex mlp = model.indexForPath(QStringLiteral("model.layers.1.mlp"));
+    const QModelIndex experts = model.indexForPath(QStringLiteral("model.layers.1.mlp.experts"));
+    ASSERT_TRUE(experts.isValid());
+    EXPECT_EQ(model.parent(mlp), layer);
+    EXPECT_EQ(model.parent(experts), mlp);
+    EXPECT_EQ(model.rowCount(mlp), 2); // gate, experts
+    EXPECT_EQ(model.index(0, 0, mlp).data().toString(), QStringLiteral("gate"));
+    EXPECT_EQ(model.rowCount(experts), 0);
+    const QModelIndex className = experts.siblingAtColumn(ui::ModuleTreeModel::ClassColumn);
+    EXPECT_EQ(className.data().toString(), QStringLiteral("MixtralExperts × 8"));
+    EXPECT_EQ(className.data(ui::ModuleTreeModel::RawValueRole).toString(), QStringLiteral("MixtralExperts"));
+    // 8 experts x (gate_up 24 x 8 + down 8 x 12) = 8 x 288 parameters.
+    EXPECT_EQ(experts.siblingAtColumn(ui::ModuleTreeModel::ParametersColumn).data(ui::ModuleTreeModel::RawValueRole).toLongLong(),
+              8 * 288);
+    const QString tip = experts.data(Qt::ToolTipRole).toString();
+    EXPECT_TRUE(tip.contains(QStringLiteral("8 experts stored stacked"))) << tip.toStdString();
+    EXPECT_EQ(ui::ModuleTreeModel::expertCount(*model.node(layer)), 8);
+    EXPECT_EQ(layer.siblingAtColumn(ui::ModuleTreeModel::ClassColumn).data().toString(), QStringLiteral("MixtralDecoderLayer"));
+}

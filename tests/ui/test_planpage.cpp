@@ -2,6 +2,7 @@
 // RAM, drag a layer to the CPU, see the bars change, undo.
 
 #include "ui/mainwindow.h"
+#include "ui/models/moduletreemodel.h"
 #include "ui/pages/planpage.h"
 #include "ui/widgets/devicecolumns.h"
 
@@ -17,6 +18,7 @@
 #include <QStyle>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTreeView>
 #include <QUndoStack>
 
 #include <gtest/gtest.h>
@@ -425,4 +427,64 @@ TEST_F(PlanPageTest, AdviceAppliesTheSettingsOfAPlanThatFits)
     // A plan that fits gets the largest batch that fits.
     ASSERT_GE(advice->count(), 1);
     EXPECT_TRUE(advice->item(0)->text().contains(QStringLiteral("--batch-size"))) << advice->item(0)->text().toStdString();
+}
+
+// Issue 28: Mixtral 8x7B from the catalog. Its 32 layers each hold 8 experts, shown folded: the Modules tab lists a
+// layer's experts as one row under its mlp (expand the layer, then the mlp, as a user would), and the device
+// columns place whole layers that say how many experts they hold; no block or map entry names an expert.
+TEST_F(PlanPageTest, MixtureOfExpertsLayersShowTheirExpertsFolded)
+{
+    ASSERT_TRUE(m_page->openModel(QStringLiteral("mixtral-8x7b")));
+    ASSERT_NE(m_page->plan(), nullptr);
+    EXPECT_EQ(m_page->plan()->modelType, "mixtral");
+    auto *view = m_page->findChild<QTreeView *>();
+    ASSERT_NE(view, nullptr);
+    auto *model = qobject_cast<ui::ModuleTreeModel *>(view->model());
+    ASSERT_NE(model, nullptr);
+    EXPECT_EQ(model->rowCount(model->indexForPath(QStringLiteral("model.layers"))), 32);
+    const QModelIndex layer = model->indexForPath(QStringLiteral("model.layers.7"));
+    const QModelIndex mlp = model->indexForPath(QStringLiteral("model.layers.7.mlp"));
+    const QModelIndex experts = model->indexForPath(QStringLiteral("model.layers.7.mlp.experts"));
+    ASSERT_TRUE(experts.isValid());
+    view->expand(model->indexForPath(QStringLiteral("model")));
+    view->expand(model->indexForPath(QStringLiteral("model.layers")));
+    view->expand(layer);
+    view->expand(mlp);
+    view->scrollTo(experts);
+    EXPECT_TRUE(view->visualRect(experts).isValid()) << "the experts row shows once its layer and mlp are open";
+    EXPECT_EQ(model->rowCount(mlp), 2) << "router and experts";
+    EXPECT_EQ(model->rowCount(experts), 0) << "no row per expert";
+    EXPECT_EQ(experts.siblingAtColumn(ui::ModuleTreeModel::ClassColumn).data().toString(), QStringLiteral("MixtralExperts × 8"));
+    EXPECT_EQ(experts.siblingAtColumn(ui::ModuleTreeModel::ParametersColumn).data(ui::ModuleTreeModel::RawValueRole).toLongLong(),
+              1'409'286'144LL);
+
+    bool layerBlock = false;
+    for (const auto &column : m_page->deviceColumns()->data().devices) {
+        for (const auto &block : column.modules) {
+            EXPECT_FALSE(block.module.contains(QStringLiteral("experts"))) << block.module.toStdString();
+            if (block.module == QStringLiteral("model.layers.7")) {
+                layerBlock = true;
+                EXPECT_TRUE(block.detail.contains(QStringLiteral("8 experts"))) << block.detail.toStdString();
+            }
+        }
+    }
+    EXPECT_TRUE(layerBlock);
+    for (const auto &placement : m_page->plan()->deviceMap)
+        EXPECT_EQ(placement.module.find("experts"), std::string::npos) << placement.module;
+}
+
+// Issue 28: "Why here" also says which attention the estimate assumes and what each layer's window bounds.
+TEST_F(PlanPageTest, WhyHereShowsEachLayersWindowAndKvCache)
+{
+    ASSERT_TRUE(m_page->openModel(QStringLiteral(TUNEBENCH_TEST_DATA "/model/configs/mistral-7b-v0.1.json")));
+    auto *list = m_page->findChild<QListWidget *>(QStringLiteral("planExplanations"));
+    ASSERT_NE(list, nullptr);
+    QString attention;
+    for (int i = 0; i < list->count(); ++i) {
+        if (list->item(i)->text().startsWith(QStringLiteral("attention at ")))
+            attention = list->item(i)->text();
+    }
+    EXPECT_TRUE(attention.contains(QStringLiteral("(eager:"))) << attention.toStdString();
+    EXPECT_TRUE(attention.contains(QStringLiteral("layers 0-31, window 4096"))) << attention.toStdString();
+    EXPECT_TRUE(attention.contains(QStringLiteral("tunebench generate keeps every token"))) << attention.toStdString();
 }

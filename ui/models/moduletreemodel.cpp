@@ -46,6 +46,11 @@ void ModuleTreeModel::addItem(const engine::model::ModuleNode &node, int parent)
                           .arg(QString::fromStdString(b.name), QString::fromStdString(b.dtype), dims.join(QStringLiteral(", ")),
                                b.persistent ? QString() : tr(", not in checkpoints"));
     }
+    if (const int64_t experts = expertCount(node); experts > 0 && node.children.empty()) {
+        item.notes << tr("%n experts stored stacked: each parameter's first dimension is the expert, "
+                         "%1 parameters per expert", nullptr, int(experts))
+                          .arg(QLocale().toString(item.parameters / experts));
+    }
     if (parent >= 0) // the root's children (parent item 0) are the top-level rows
         item.row = int(m_items[parent].children.size());
     m_items.append(item);
@@ -120,6 +125,21 @@ QString ModuleTreeModel::deviceDisplayName(const QString &device)
     return device;
 }
 
+int64_t ModuleTreeModel::expertCount(const engine::model::ModuleNode &node)
+{
+    if (node.className.ends_with("Experts")) {
+        for (const engine::model::ParameterInfo &p : node.parameters) {
+            if (p.shape.size() == 3)
+                return p.shape[0];
+        }
+    }
+    for (const engine::model::ModuleNode &child : node.children) {
+        if (const int64_t experts = expertCount(child); experts > 0)
+            return experts;
+    }
+    return 0;
+}
+
 QModelIndex ModuleTreeModel::indexForPath(const QString &path) const
 {
     const auto it = m_byPath.constFind(path);
@@ -191,7 +211,11 @@ QVariant ModuleTreeModel::data(const QModelIndex &index, int role) const
     if (role == Qt::DisplayRole) {
         switch (column) {
         case NameColumn: return item.name;
-        case ClassColumn: return QString::fromStdString(item.node->className);
+        case ClassColumn: {
+            const QString className = QString::fromStdString(item.node->className);
+            const int64_t experts = item.node->children.empty() ? expertCount(*item.node) : 0;
+            return experts > 0 ? tr("%1 × %2").arg(className).arg(experts) : className;
+        }
         case ParametersColumn: return QLocale().toString(item.parameters);
         case BytesColumn: return formatBytes(item.bytes);
         case DeviceColumn: {

@@ -45,6 +45,10 @@ public:
     QString deviceOf(const QString &path) const;
     /// "GPU 0" for "0" and "cuda:0", else the id as given.
     static QString deviceDisplayName(const QString &device);
+    /// A mixture-of-experts layer's experts are one module of 3-D parameters ([experts, out, in]): the number
+    /// of experts in `node`'s subtree (the first such module's), 0 when it holds none. The tree shows them as
+    /// one row under their layer ("MixtralExperts × 8"), never a row per expert.
+    static int64_t expertCount(const engine::model::ModuleNode &node);
 
     /// The index (column 0) of module `path`, or invalid.
     QModelIndex indexForPath(const QString &path) const;

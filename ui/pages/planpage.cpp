@@ -150,6 +150,8 @@ DeviceColumnsData columnsData(const Plan &plan, const engine::model::ModuleTree 
             block.module = fromStd(node->name);
             block.bytes = node->parameterBytes(/*includeTied=*/false);
             block.detail = fromStd(node->className);
+            if (const int64_t experts = ModuleTreeModel::expertCount(*node); experts > 0) // folded in the layer
+                block.detail += PlanPage::tr(" with %n experts", nullptr, int(experts));
             column.modules.push_back(block);
         }
     }
@@ -508,6 +510,14 @@ void PlanPage::showPlan(const Plan &plan)
         m_explanations->addItem(fromStd(warning));
     for (const auto &placement : plan.deviceMap)
         m_explanations->addItem(fromStd(placement.explanation));
+    if (!plan.attention.empty()) { // each layer's window, its training scores and its generation cache
+        QStringList lines{fromStd(engine::plan::attentionHeadline(plan.settings)) + QLatin1Char(':')};
+        for (const auto &span : plan.attention)
+            lines << fromStd(engine::plan::attentionText(span));
+        if (const std::string note = engine::plan::attentionCacheNote(plan.attention); !note.empty())
+            lines << fromStd(note);
+        m_explanations->addItem(lines.join(QLatin1Char('\n')));
+    }
     showPitfalls(plan);
     m_tabs->setTabText(0, plan.lint.empty() ? tr("Pitfalls") : tr("Pitfalls (%1)").arg(plan.lint.size()));
     for (QPushButton *b : {m_importButton, m_exportButton, m_pythonButton, m_trainButton})
