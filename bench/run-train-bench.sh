@@ -10,6 +10,7 @@
 # default. REFERENCE_MALLOC=tuned gives the Python side the same glibc settings (MALLOC_*_ variables),
 # for the like-for-like ratio of everything else.
 #   usage: bench/run-train-bench.sh [rounds] [threads] [cases]    cases default: "demo:full demo:lora 30m:full 30m:lora"
+#          (also qwen3-30m:full qwen3-30m:lora: the ~30 M size as Qwen3, with per-head q/k norms)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -22,7 +23,7 @@ results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 for case in $cases; do
   config=${case%%:*}; method=${case##*:}
-  steps=15; [[ $config == 30m ]] && steps=5
+  steps=15; [[ $config == *30m ]] && steps=5
   args=(--steps "$steps" --warmup 2 --batch 8 --seq 128 --threads "$threads" --config "$config" --method "$method")
   for ((r = 1; r <= rounds; r++)); do
     "$bin" "${args[@]}" | tee -a "$results"

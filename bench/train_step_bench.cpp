@@ -1,10 +1,11 @@
 // Training throughput of the engine: the step `tunebench train` runs (forward, summed cross-entropy over
 // the tokens, backward, clipping by global norm, the engine's AdamW with decay on matrices only), on
-// random tokens, for full fine-tuning or LoRA, on the demo model's config or a ~30 M-parameter one.
+// random tokens, for full fine-tuning or LoRA, on the demo model's config or a ~30 M-parameter one (LLaMA,
+// or Qwen3 with its q/k norms).
 // The same step in Python is bench/train_step_bench.py. Prints one JSON line, with the fp32 matmul
 // rate measured in the same process for the model FLOPs utilisation.
 //   usage: train_step_bench [--steps N] [--warmup N] [--batch B] [--seq T] [--threads N]
-//                           [--config demo|30m] [--method full|lora] [--lora-r R]
+//                           [--config demo|30m|qwen3-30m] [--method full|lora] [--lora-r R]
 
 #include "engine/core/blascheck.h"
 #include "engine/core/mallocpolicy.h"
@@ -39,6 +40,17 @@ engine::model::LlamaConfig config30m()
     return c;
 }
 
+/// The same size as Qwen3: per-head q/k RMSNorm, 4 key/value heads, rope_theta 1e6, rms_norm_eps 1e-6.
+engine::model::LlamaConfig configQwen3_30m()
+{
+    engine::model::LlamaConfig c = config30m();
+    c.modelType = "qwen3";
+    c.numKeyValueHeads = 4;
+    c.ropeTheta = 1e6;
+    c.rmsNormEps = 1e-6;
+    return c;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -61,7 +73,9 @@ int main(int argc, char **argv)
     engine::applyThreadCount(threads);
     engine::keepFreedMemoryForReuse(); // as runTraining does
     torch::manual_seed(0);
-    const engine::model::LlamaConfig config = configName == "30m" ? config30m() : engine::model::demoConfig();
+    const engine::model::LlamaConfig config = configName == "30m"         ? config30m()
+                                              : configName == "qwen3-30m" ? configQwen3_30m()
+                                                                          : engine::model::demoConfig();
     engine::model::LlamaForCausalLM model(config);
     model->initializeWeights(0);
     if (method == "lora") {

@@ -7,17 +7,22 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-# The engine's demoConfig() (engine/model/llamaconfig.cpp) and the ~30 M config of train_step_bench.cpp.
-CONFIGS = {"demo": (2048, 192, 512, 4, 6, 2), "30m": (8192, 512, 1376, 8, 8, 8)}
+# The engine's demoConfig() (engine/model/llamaconfig.cpp) and the ~30 M configs of train_step_bench.cpp:
+# (vocab, hidden, intermediate, layers, heads, kv heads); qwen3-30m adds Qwen3's per-head RMSNorm of q and
+# k (over head_dim, after the projection, before rotary), GQA, rope_theta 1e6 and rms_norm_eps 1e-6.
+CONFIGS = {"demo": (2048, 192, 512, 4, 6, 2), "30m": (8192, 512, 1376, 8, 8, 8),
+           "qwen3-30m": (8192, 512, 1376, 8, 8, 4)}
+QWEN3 = {"qwen3-30m"}
 VOCAB, HIDDEN, INTER, LAYERS, HEADS, KV_HEADS = CONFIGS["demo"]
-EPS, THETA = 1e-5, 10000.0
+EPS, THETA, QK_NORM = 1e-5, 10000.0, False
 HEAD_DIM = HIDDEN // HEADS
 
 
 def use_config(name):
-    global VOCAB, HIDDEN, INTER, LAYERS, HEADS, KV_HEADS, HEAD_DIM
+    global VOCAB, HIDDEN, INTER, LAYERS, HEADS, KV_HEADS, HEAD_DIM, EPS, THETA, QK_NORM
     VOCAB, HIDDEN, INTER, LAYERS, HEADS, KV_HEADS = CONFIGS[name]
     HEAD_DIM = HIDDEN // HEADS
+    EPS, THETA, QK_NORM = (1e-6, 1e6, True) if name in QWEN3 else (1e-5, 10000.0, False)
 
 
 class LoraLinear(nn.Module):
@@ -60,11 +65,16 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(HIDDEN, KV_HEADS * HEAD_DIM, bias=False)
         self.v_proj = nn.Linear(HIDDEN, KV_HEADS * HEAD_DIM, bias=False)
         self.o_proj = nn.Linear(HEADS * HEAD_DIM, HIDDEN, bias=False)
+        if QK_NORM:
+            self.q_norm, self.k_norm = RMSNorm(HEAD_DIM), RMSNorm(HEAD_DIM)
 
     def forward(self, x, cos, sin, mask):
         b, t, _ = x.shape
-        q = self.q_proj(x).view(b, t, HEADS, HEAD_DIM).transpose(1, 2)
-        k = self.k_proj(x).view(b, t, KV_HEADS, HEAD_DIM).transpose(1, 2)
+        q = self.q_proj(x).view(b, t, HEADS, HEAD_DIM)
+        k = self.k_proj(x).view(b, t, KV_HEADS, HEAD_DIM)
+        if QK_NORM:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
         v = self.v_proj(x).view(b, t, KV_HEADS, HEAD_DIM).transpose(1, 2)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
