@@ -117,12 +117,17 @@ class _Box:
     `orig` is True when `t` is the tensor autograd saved (inputs, as PyTorch keeps them); False when
     it is a detached alias (outputs, which would otherwise form a reference cycle through their
     own grad_fn)."""
-    __slots__ = ("t", "info", "orig")
+    __slots__ = ("t", "info", "orig", "live")
 
-    def __init__(self, t, info, orig):
+    def __init__(self, t, info, orig, live):
         self.t = t
         self.info = info
         self.orig = orig
+        self.live = live  # the recorder's count of boxes alive (saved tensors of some graph)
+        live[0] += 1
+
+    def __del__(self):
+        self.live[0] -= 1
 
 
 class _LastOp:
@@ -212,6 +217,13 @@ class Recorder:
         self._backward_calls = 0
         self._skipped_nograd = 0  # no-grad ops outside backward that wrote nothing autograd saved
         self._backward_ok = 0
+        # The gap: between a backward's end and the next module call, while no graph keeps saved
+        # tensors, the dispatch mode is off (the optimizer's no-grad updates never enter Python)
+        self._live = [0]          # saved-tensor boxes alive (any graph's)
+        self._off = False         # the dispatch mode is off now (in a gap)
+        self._gap_ok = True       # False once a program did autograd work in a gap (never off again)
+        self._first_pack_in_module = None  # this window's first save happened inside a module call
+        self._gap_gidx = None     # this window began after a gap: the index kept for what it wrote
         # NaN search
         self._nan_active = bool(options.nan_check)
         self._nan_pending = []
@@ -259,6 +271,9 @@ class Recorder:
         self._inplace_error = None
         self._loss = None
         self._silent = []
+        self._first_pack_in_module = None
+        self._gap_gidx = None
+        self._gap_frame = None
 
     def _window_state(self, snapshot=False):
         """What a trace of this window needs. A snapshot (--always-write, written at exit) holds the
@@ -321,6 +336,7 @@ class Recorder:
             return
         torch = self.torch
         self._recording = False
+        self._off = False
         if self._direct:
             torch._C._set_torch_dispatch_mode(None)
         else:
@@ -331,6 +347,22 @@ class Recorder:
         self._h_post.remove()
         self._hooks_ctx.__exit__(None, None, None)
         self._started = False
+
+    # ------------------------------------------------------------------ the gap
+    def _leave_mode(self):
+        """After a backward whose graph is gone (no saved tensor of any graph alive) in a program whose
+        steps start with a module call: no op until the next module call can make a node, save a
+        tensor or write one a graph saved, so none needs Python. The mode comes back at the next
+        module call (_module_pre), save (_pack) or backward (_begin_backward). What the gap may hide
+        is a NaN/Inf the optimizer (or the program) writes into a parameter: the NaN search finds
+        it at the first forward op that reads it (_found_nan names the write in the gap)."""
+        self.torch._C._set_torch_dispatch_mode(None)
+        self._off = True
+
+    def _enter_mode(self):
+        self._off = False
+        if self._started and self._direct:
+            self.torch._C._set_torch_dispatch_mode(self._mode)
 
     # ------------------------------------------------------------------ helpers
     def _quiet(self):
@@ -785,6 +817,14 @@ class Recorder:
                 return
 
     def _found_nan(self, op, has_nan, inputs):
+        if self._gap_gidx is not None and op.phase == "forward":
+            try:
+                gap = self._gap_origin(op, inputs)
+                if gap is not None:
+                    op, has_nan = gap
+                    inputs = ()
+            except Exception as exc:
+                self._internal_error("the NaN search", exc)
         self._nan_op = op
         self._held_roots = list(self._roots)  # the trace may be written at exit, the model gone
         self._nan_has_nan = has_nan
@@ -802,8 +842,80 @@ class Recorder:
             except Exception:
                 pass
 
+    def _gap_origin(self, op, inputs):
+        """The forward op where a NaN/Inf first showed, in a window after a gap (the mode was off
+        from the last backward's end to this window's first module call): when it read a tensor
+        already non-finite that no op of this window made (a parameter the optimizer wrote, or a
+        tensor the program made in the gap), the origin is the gap. Returns that origin as an op
+        record (first in the window, written input = the tensor, no source line: the gap's ops ran
+        unrecorded; for a tensor that is no parameter, the line that called the module) and whether it
+        holds NaN, or None."""
+        made = set()
+        for o in self._ops:
+            if o is op:
+                break
+            for ti in o.outputs:
+                made.add(ti[R.STORAGE])
+            for ti in o.inputs:
+                if ti[R.WRITTEN]:
+                    made.add(ti[R.STORAGE])
+        for ti, t in zip(op.inputs, inputs):
+            t = t() if isinstance(t, weakref.ref) else t
+            if t is None or ti[R.WRITTEN] or not ti[R.STORAGE] or ti[R.STORAGE] in made:
+                continue
+            if not (t.is_floating_point() or t.is_complex()) or t.layout is not self.torch.strided \
+                    or t.is_nested or not t.numel():
+                continue
+            kind = _nonfinite(self.torch, t.detach())
+            if kind is None:
+                continue
+            name = self._tensor_name(t)
+            if name is not None:
+                what = "write to %s between backward and forward (optimizer step or program code)" % name
+                module = name.rsplit(".", 1)[0] if "." in name else ""
+                frame = None  # the optimizer's step, or any line of the program: unknown
+            else:
+                what = "tensor made between backward and forward (program code, not recorded)"
+                module = op.module
+                frame = self._frame_index(self._gap_frame)  # where the program passed it in
+            gap = OpRec(self._gap_gidx, what, "forward", False, 0, module, frame)
+            v = ti[R.VERSION_BEFORE]
+            x = t.detach().abs() if t.is_complex() else t.detach()
+            gap.inputs = (ti[:R.VERSION_BEFORE] + (v, v, True, False, (float(x.min()), float(x.max()))),)
+            gap.outputs = (ti[:R.VERSION_BEFORE] + (v, v, False, True, None),)
+            gap.writes = True
+            self._ops.insert(0, gap)
+            self._ops_seen += 1
+            self._bytes += R.OP_BYTES + 2 * R.TENSOR_BYTES
+            return gap, kind == "nan"
+        return None
+
+    def _frame_index(self, frame):
+        if frame is None:
+            return None
+        fid = self._frame_ids.get(frame)
+        if fid is None:
+            fid = self._frame_ids[frame] = len(self._frame_table)
+            self._frame_table.append(frame)
+        return fid
+
+    def _tensor_name(self, t):
+        """"layers.0.weight" for a parameter or buffer of the modules the program called, else None."""
+        for root in list(self._roots):
+            for n, p in root.named_parameters():
+                if p is t or (p.data_ptr() == t.data_ptr() and p.shape == t.shape):
+                    return n
+            for n, b in root.named_buffers():
+                if b is t or (b.data_ptr() == t.data_ptr() and b.shape == t.shape):
+                    return n
+        return None
+
     # ------------------------------------------------------------------ modules
     def _module_pre(self, module, inputs):
+        if self._off:
+            self._enter_mode()
+            self._gap_gidx = self._gidx()  # for what the gap wrote, should the NaN search need it
+            self._gap_frame = frames.capture()  # the program's line calling the module
         name = self._mnames.get(module)
         if name is None:
             if not self._mstack:  # a module called by the program: name it and its submodules
@@ -828,6 +940,13 @@ class Recorder:
 
     # ------------------------------------------------------------------ saved tensors
     def _pack(self, t):
+        if self._first_pack_in_module is None:
+            if self._off:
+                # autograd work in the gap, outside any module call: the op saving this ran unrecorded;
+                # record from here on, and never leave the mode for this program again
+                self._gap_ok = False
+                self._enter_mode()
+            self._first_pack_in_module = bool(self._mstack)
         info = SavedInfo()
         try:
             info.version = t._version
@@ -842,7 +961,7 @@ class Recorder:
             finally:
                 del quiet
         # (a detached alias: no reference cycle through the tensor's own grad_fn)
-        return _Box(t.detach() if t.grad_fn is not None else t, info, False)
+        return _Box(t.detach() if t.grad_fn is not None else t, info, False, self._live)
 
     def _pack_recorded(self, t, info):
         self._flush()
@@ -885,7 +1004,7 @@ class Recorder:
             # a window past four times its bound (forwards without backward): the version check
             # goes on, the record does not
             self._saved_dropped += 1
-        return _Box(t.detach() if output else t, info, not output)
+        return _Box(t.detach() if output else t, info, not output, self._live)
 
     def _checksum(self, t):
         """A 0-dim tensor summing `t` (no device sync), or None. One per view and version while no op
@@ -1058,6 +1177,9 @@ class Recorder:
     def _begin_backward(self, roots):
         if not self._started:
             return False
+        if self._off:  # a backward over a graph made in the gap (no module call, no saved tensor)
+            self._gap_ok = False
+            self._enter_mode()
         self._bw_depth += 1
         if self._bw_depth > 1 or not self._recording:
             return True
@@ -1190,8 +1312,11 @@ class Recorder:
         except Exception as error:
             self._internal_error("the end of backward", error)
         finally:
+            ended_in_module = self._first_pack_in_module
             self._reset_window()
             del quiet
+        if ended_in_module and self._gap_ok and self._direct and not self._live[0]:
+            self._leave_mode()
 
     def _compare_checksums(self):
         """Saved tensors whose checksum at unpack differs from the one at save while the version did
