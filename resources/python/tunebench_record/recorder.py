@@ -54,6 +54,14 @@ _UNINITIALIZED = frozenset(("aten::empty", "aten::empty_like", "aten::empty_stri
                             "aten::new_empty_strided", "aten::_empty_affine_quantized", "aten::resize_",
                             "aten::resize_as_", "aten::set_", "aten::empty_permuted"))
 
+# Backward nodes that save no tensor and only hand gradients on (a leaf's accumulation; views):
+# they read no saved tensor, write none and make no NaN, so no diagnosis needs their records; not
+# hooking them spares two Python hook registrations and calls each (12 of the bench MLP's 21 nodes).
+_PASS_NODES = frozenset(("torch::autograd::AccumulateGrad", "TBackward0", "ViewBackward0",
+                         "TransposeBackward0", "PermuteBackward0", "UnsqueezeBackward0",
+                         "SqueezeBackward0", "SqueezeBackward1", "ReshapeAliasBackward0",
+                         "UnsafeViewBackward0", "AliasBackward0"))
+
 _CHECKSUM_CACHE = 64  # saved tensors whose checksums are reused while no op writes
 
 _NAN_BATCH = 64  # device (non-CPU) outputs: finite checks are queued and read this many at a time
@@ -1235,12 +1243,12 @@ class Recorder:
         backward_fn = getattr(torch.autograd.function, "BackwardCFunction", None)
         for node in order:
             st = self._stamp(node)
-            if not st[ST_HOOKED]:
+            attrs = self._saved_attrs(node)
+            custom = backward_fn is not None and isinstance(node, backward_fn)
+            if not st[ST_HOOKED] and (attrs or custom or st[ST_NAME] not in _PASS_NODES):
                 st[ST_HOOKED] = True
                 node.register_prehook(_NodeHook(self, st, True))
                 node.register_hook(_NodeHook(self, st, False))
-            attrs = self._saved_attrs(node)
-            custom = backward_fn is not None and isinstance(node, backward_fn)
             if not attrs and not custom:
                 continue
             self._probing = st
