@@ -233,6 +233,8 @@ class Recorder:
         # tensors, the dispatch mode is off (the optimizer's no-grad updates never enter Python)
         self._live = [0]          # saved-tensor boxes alive (any graph's)
         self._off = False         # the dispatch mode is off now (in a gap)
+        self._bw_quiet = False    # in a backward whose dispatch mode is on only inside hooked nodes
+        self._node_depth = 0
         self._gap_ok = True       # False once a program did autograd work in a gap (never off again)
         self._first_pack_in_module = None  # this window's first save happened inside a module call
         self._gap_gidx = None     # this window began after a gap: the index kept for what it wrote
@@ -320,10 +322,10 @@ class Recorder:
         orig_backward, orig_grad = self._orig_backward, self._orig_grad
 
         def backward(tensors, *args, **kwargs):
-            return recorder._run_backward(orig_backward, tensors, args, kwargs, tensors)
+            return recorder._run_backward(orig_backward, tensors, args, kwargs, tensors, 2)
 
         def grad(outputs, *args, **kwargs):
-            return recorder._run_backward(orig_grad, outputs, args, kwargs, outputs)
+            return recorder._run_backward(orig_grad, outputs, args, kwargs, outputs, 3)
 
         for new, old in ((backward, orig_backward), (grad, orig_grad)):
             new.__name__, new.__qualname__, new.__doc__ = old.__name__, old.__qualname__, old.__doc__
@@ -1157,8 +1159,12 @@ class Recorder:
         return text
 
     # ------------------------------------------------------------------ backward
-    def _run_backward(self, orig, tensors, args, kwargs, roots):
+    def _run_backward(self, orig, tensors, args, kwargs, roots, create_at):
         began = self._begin_backward(roots)
+        if began and self._bw_depth == 1 and self._recording and self._direct:
+            create = kwargs.get("create_graph", args[create_at] if len(args) > create_at else False)
+            if not create:
+                self._quiet_backward(roots)
         try:
             result = orig(tensors, *args, **kwargs)
         except Exception as exc:
@@ -1168,6 +1174,7 @@ class Recorder:
         except BaseException:
             if began:
                 self._bw_depth -= 1
+                self._loud_backward()
             raise
         if began:
             self._end_backward(None)
@@ -1266,7 +1273,31 @@ class Recorder:
             finally:
                 self._probing = None
 
+    def _quiet_backward(self, roots):
+        """A backward on the CPU without create_graph: the dispatch mode is off outside the hooked
+        nodes (what runs there is the engine's seed gradient, a leaf's accumulation and the nodes that
+        only hand gradients on, _PASS_NODES: ~20 of the bench MLP's ~80 backward dispatches), on
+        from a hooked node's pre hook to its post hook."""
+        try:
+            if not all(t.device.type == "cpu" for t in self._roots_of(roots)):
+                return  # device nodes run on the engine's device threads (their own mode state)
+        except Exception:
+            return
+        self._node_depth = 0
+        self._bw_quiet = True
+        self.torch._C._set_torch_dispatch_mode(None)
+
+    def _loud_backward(self):
+        if self._bw_quiet and self._bw_depth == 0:
+            self._bw_quiet = False
+            if self._started and not self._off:
+                self.torch._C._set_torch_dispatch_mode(self._mode)
+
     def _node_pre(self, st, grad_outputs):
+        if self._bw_quiet:
+            self._node_depth += 1
+            if self._node_depth == 1:
+                self.torch._C._set_torch_dispatch_mode(self._mode)
         if not self._recording:
             return
         quiet = self._quiet()
@@ -1298,12 +1329,17 @@ class Recorder:
                 self._internal_error(st[ST_NAME], exc)
             finally:
                 del quiet
+        if self._bw_quiet:
+            self._node_depth -= 1
+            if self._node_depth == 0:
+                self.torch._C._set_torch_dispatch_mode(None)
         message = self._deferred.pop(ident, None)
         if message is not None:
             raise RuntimeError(message)
 
     def _end_backward(self, exc):
         self._bw_depth -= 1
+        self._loud_backward()
         if self._bw_depth > 0 or not self._recording:
             return
         quiet = self._quiet()
