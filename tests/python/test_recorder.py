@@ -538,6 +538,38 @@ class NoGradWorkTest(RecorderCase):
         self.assertEqual(op["inputs"][0]["shape"], [4, 8])
         self.assertEqual(op["inputs"][0]["min"], "nan")
 
+    def test_nan_in_backward_after_gaps_is_named_inside_its_node(self):
+        """Steps after the first run their optimizer in a gap and their backward with the dispatch
+        mode on only inside hooked nodes: a NaN that first appears in backward is still the aten op
+        inside the node that made it."""
+
+        class Root(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(4, 4)
+
+            def forward(self, x, zero):
+                return (self.lin(x).tanh() + (x * zero).sqrt() * zero).sum()
+
+        path = os.path.join(self.tmp, "bwnan.jsonl")
+        torch.manual_seed(0)
+        model = Root()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        with captured_stderr() as err, tunebench_record.recording(path, quiet_end=True):
+            for zero in (1.0, 1.0, 0.0):  # sqrt(0) in the third step: its backward divides 0 by 0
+                loss = model(torch.rand(2, 4, requires_grad=True), torch.tensor(zero))
+                loss.backward()
+                opt.step()
+        self.assertIn("NaN first appeared at aten::div (backward)", err.getvalue())
+        t = Trace(path)
+        self.check_format(t)
+        self.assertEqual(t.end["outcome"], "nan")
+        self.assertEqual(t.end["failed_in"], "backward")
+        op = t.ops[t.end["nan_op"]]
+        self.assertEqual((op["name"], op["phase"], op["depth"]), ("aten::div", "backward", 1))
+        node = [o for o in t.ops[:t.end["nan_op"]] if o["backward_node_op"]][-1]
+        self.assertEqual(node["name"], "SqrtBackward0")
+
     def test_graph_outside_modules_keeps_recording(self):
         """A program that builds its graph outside module calls: the dispatch mode never leaves."""
         path = os.path.join(self.tmp, "functional.jsonl")
