@@ -168,17 +168,28 @@ class Options:
 
 
 def _make_modes(torch, recorder):
-    """(direct mode object, stack mode object): the first is set as 1.13's C++-level mode (torch
-    stashes it while our handler runs), the second is a public TorchDispatchMode."""
+    """(direct mode object, stack mode object): the first is set as 1.13's C++-level mode (1.13
+    stashes it while our handler runs; a later torch with that API gets the handler's own guard),
+    the second is a public TorchDispatchMode."""
     from torch.utils._python_dispatch import TorchDispatchMode
     disable = torch._C._DisableTorchDispatch if hasattr(torch._C, "_DisableTorchDispatch") else None
     on_dispatch = recorder._on_dispatch
 
-    class DirectMode:
-        # 1.13 stashes the mode while its handler runs (the op and the recorder's own ops inside it
-        # do not come back here): no guard of ours is needed, and one cost ~2.4 us an op
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            return on_dispatch(func, args, kwargs or {})
+    from .compat import parse_version
+    if parse_version(torch.__version__) < (2, 0):
+        class DirectMode:
+            # 1.13 stashes the mode while its handler runs (the op and the recorder's own ops inside
+            # it do not come back here): no guard of ours is needed, and one cost ~2.4 us an op
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                return on_dispatch(func, args, kwargs or {})
+    else:
+        class DirectMode:
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                guard = disable()
+                try:
+                    return on_dispatch(func, args, kwargs or {})
+                finally:
+                    del guard
 
     class StackMode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
