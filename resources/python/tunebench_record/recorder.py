@@ -14,6 +14,10 @@ Mechanism (the Python counterpart of engine/inspect/steprecorder.h, see docs/tra
                    (and the op) that saved each one, and checks its version (the prediction)
   backward nodes   a pre hook and a post hook on every node of the walked graph
   modules          global forward pre and post hooks keep the module path
+  the gap           between a backward's end and the next module call, while no graph keeps saved
+                   tensors, the dispatch mode is off (the optimizer's updates stay in C++); in a CPU
+                   backward it is on only inside hooked nodes (nodes that only hand gradients on,
+                   _PASS_NODES, are not hooked)
   source lines     frames.capture(): the innermost non-torch frame, resolved when writing
 
 The recorder never diagnoses; it writes the trace (trace.py) and hands it to the engine (handoff.py).
