@@ -498,6 +498,106 @@ class NoGradWorkTest(RecorderCase):
         done, path = self.run_recorded("step_between_backwards.py", "--no-step")
         self.assertEqual(done.returncode, 0, done.stderr)
 
+    def test_optimizer_nan_is_named_with_the_weight(self):
+        """Between backward and the next module call the recorder keeps out of the optimizer's ops; a
+        NaN its step writes into a parameter is still the origin, named as that parameter's write."""
+        done, path = self.run_recorded("optimizer_nan.py")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        t = Trace(path)
+        self.check_format(t)
+        end = t.end
+        self.assertEqual(end["outcome"], "nan")
+        self.assertEqual(end["nan_op"], 0)
+        op = t.ops[0]
+        self.assertEqual(op["name"], "write to 0.bias between backward and forward (optimizer step or program code)")
+        self.assertEqual(op["phase"], "forward")
+        self.assertEqual(op["module"], "0")
+        self.assertNotIn("source", op)  # the optimizer's ops ran unrecorded: no line is claimed
+        self.assertTrue(op["writes_input"])
+        w = op["inputs"][0]
+        self.assertTrue(w["written"])
+        self.assertEqual(w["shape"], [16])
+        self.assertEqual(w["min"], "nan")
+        self.assertEqual(t.storages[w["storage"]].get("name"), "0.bias")
+        self.assertTrue(op["outputs"][0]["non_finite"])
+        # the first forward op reading it made NaN too
+        addmm = [o for o in t.ops if o["name"] == "aten::addmm"][0]
+        self.assertEqual(addmm["inputs"][0]["storage"], w["storage"])
+        self.assertTrue(addmm["outputs"][0]["non_finite"])
+        # the optimizer's updates left no records
+        self.assertFalse(any(o["phase"] == "forward" and o["name"] in ("aten::add_", "aten::zero_") for o in t.ops))
+
+    def test_tensor_made_in_the_gap_points_at_the_module_call(self):
+        done, path = self.run_recorded("optimizer_nan.py", "--data-nan")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        t = Trace(path)
+        self.check_format(t)
+        op = t.ops[t.end["nan_op"]]
+        self.assertEqual(op["name"], "tensor made between backward and forward (program code, not recorded)")
+        self.assertEqual(code(op), "loss = model(x).pow(2).mean()")
+        self.assertEqual(op["inputs"][0]["shape"], [4, 8])
+        self.assertEqual(op["inputs"][0]["min"], "nan")
+
+    def test_nan_in_backward_after_gaps_is_named_inside_its_node(self):
+        """Steps after the first run their optimizer in a gap and their backward with the dispatch
+        mode on only inside hooked nodes: a NaN that first appears in backward is still the aten op
+        inside the node that made it."""
+
+        class Root(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(4, 4)
+
+            def forward(self, x, zero):
+                return (self.lin(x).tanh() + (x * zero).sqrt() * zero).sum()
+
+        path = os.path.join(self.tmp, "bwnan.jsonl")
+        torch.manual_seed(0)
+        model = Root()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        with captured_stderr() as err, tunebench_record.recording(path, quiet_end=True):
+            for zero in (1.0, 1.0, 0.0):  # sqrt(0) in the third step: its backward divides 0 by 0
+                loss = model(torch.rand(2, 4, requires_grad=True), torch.tensor(zero))
+                loss.backward()
+                opt.step()
+        self.assertIn("NaN first appeared at aten::div (backward)", err.getvalue())
+        t = Trace(path)
+        self.check_format(t)
+        self.assertEqual(t.end["outcome"], "nan")
+        self.assertEqual(t.end["failed_in"], "backward")
+        op = t.ops[t.end["nan_op"]]
+        self.assertEqual((op["name"], op["phase"], op["depth"]), ("aten::div", "backward", 1))
+        node = [o for o in t.ops[:t.end["nan_op"]] if o["backward_node_op"]][-1]
+        self.assertEqual(node["name"], "SqrtBackward0")
+
+    def test_graph_outside_modules_keeps_recording(self):
+        """A program that builds its graph outside module calls: the dispatch mode never leaves."""
+        path = os.path.join(self.tmp, "functional.jsonl")
+        torch.manual_seed(0)
+        w = torch.randn(8, 8, requires_grad=True)
+        with tunebench_record.recording(path, quiet_end=True) as recorder:
+            for _ in range(3):
+                (torch.randn(4, 8) @ w).tanh().sum().backward()
+                with torch.no_grad():
+                    w -= 0.1 * w.grad
+                self.assertFalse(recorder._off)
+            n = len(recorder._ops)
+            y = (torch.randn(4, 8) @ w).tanh()
+            self.assertGreater(len(recorder._ops), n)
+
+    def test_mode_leaves_only_without_a_live_graph(self):
+        path = os.path.join(self.tmp, "retained.jsonl")
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+        with tunebench_record.recording(path, quiet_end=True) as recorder:
+            model(torch.randn(4, 8)).sum().backward()
+            self.assertTrue(recorder._off)  # the graph is gone: the optimizer would run unrecorded
+            loss = model(torch.randn(4, 8)).sum()
+            self.assertFalse(recorder._off)  # the module call brought the mode back
+            loss.backward(retain_graph=True)
+            self.assertFalse(recorder._off)  # the graph keeps saved tensors: the mode stays
+            del loss
+
 
 class SilentMutationTest(RecorderCase):
     """(e) a .data write to a saved tensor: no version bump, so only the checksum sees it."""

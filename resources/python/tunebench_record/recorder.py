@@ -14,6 +14,10 @@ Mechanism (the Python counterpart of engine/inspect/steprecorder.h, see docs/tra
                    (and the op) that saved each one, and checks its version (the prediction)
   backward nodes   a pre hook and a post hook on every node of the walked graph
   modules          global forward pre and post hooks keep the module path
+  the gap           between a backward's end and the next module call, while no graph keeps saved
+                   tensors, the dispatch mode is off (the optimizer's updates stay in C++); in a CPU
+                   backward it is on only inside hooked nodes (nodes that only hand gradients on,
+                   _PASS_NODES, are not hooked)
   source lines     frames.capture(): the innermost non-torch frame, resolved when writing
 
 The recorder never diagnoses; it writes the trace (trace.py) and hands it to the engine (handoff.py).
@@ -54,6 +58,14 @@ _UNINITIALIZED = frozenset(("aten::empty", "aten::empty_like", "aten::empty_stri
                             "aten::new_empty_strided", "aten::_empty_affine_quantized", "aten::resize_",
                             "aten::resize_as_", "aten::set_", "aten::empty_permuted"))
 
+# Backward nodes that save no tensor and only hand gradients on (a leaf's accumulation; views):
+# they read no saved tensor, write none and make no NaN, so no diagnosis needs their records; not
+# hooking them spares two Python hook registrations and calls each (12 of the bench MLP's 21 nodes).
+_PASS_NODES = frozenset(("torch::autograd::AccumulateGrad", "TBackward0", "ViewBackward0",
+                         "TransposeBackward0", "PermuteBackward0", "UnsqueezeBackward0",
+                         "SqueezeBackward0", "SqueezeBackward1", "ReshapeAliasBackward0",
+                         "UnsafeViewBackward0", "AliasBackward0"))
+
 _CHECKSUM_CACHE = 64  # saved tensors whose checksums are reused while no op writes
 
 _NAN_BATCH = 64  # device (non-CPU) outputs: finite checks are queued and read this many at a time
@@ -63,7 +75,7 @@ class _OpInfo:
     """What an op's schema says, once per op overload."""
     __slots__ = ("name", "arg_writes", "kw_writes", "ret_fresh", "ret_writes", "ret_names", "skip_nan",
                  "overwrites", "returns_tensor", "makes_constants",
-                 "func", "call", "ret_alias_arg", "changes_metadata")
+                 "func", "call", "ret_alias_arg", "changes_metadata", "inert")
 
     def __init__(self, func):
         self.func = func  # held: the recorder's table is keyed by id(func)
@@ -102,6 +114,10 @@ class _OpInfo:
         # or one whose output is uninitialized memory
         views_only = bool(schema.returns) and not any(self.ret_fresh) and not any(self.ret_writes)
         self.skip_nan = views_only or self.name in _UNINITIALIZED
+        # an op that writes nothing and is no NaN origin: in backward without grad it makes no node
+        # either, and nothing a diagnosis reads (autograd's own detach, t and view: ~60% of the bench
+        # MLP's backward ops)
+        self.inert = self.skip_nan and not any(writes) and not any(self.ret_writes)
         self.overwrites = self.name in _OVERWRITES
         # in-place ops that change a tensor's shape, strides or storage (its cached info)
         self.changes_metadata = short_name(self.name) in _METADATA_OPS
@@ -117,12 +133,17 @@ class _Box:
     `orig` is True when `t` is the tensor autograd saved (inputs, as PyTorch keeps them); False when
     it is a detached alias (outputs, which would otherwise form a reference cycle through their
     own grad_fn)."""
-    __slots__ = ("t", "info", "orig")
+    __slots__ = ("t", "info", "orig", "live")
 
-    def __init__(self, t, info, orig):
+    def __init__(self, t, info, orig, live):
         self.t = t
         self.info = info
         self.orig = orig
+        self.live = live  # the recorder's count of boxes alive (saved tensors of some graph)
+        live[0] += 1
+
+    def __del__(self):
+        self.live[0] -= 1
 
 
 class _LastOp:
@@ -151,19 +172,28 @@ class Options:
 
 
 def _make_modes(torch, recorder):
-    """(direct mode object, stack mode object): the first is set as 1.13's C++-level mode (our
-    handler then runs the op with the Python key excluded), the second is a public TorchDispatchMode."""
+    """(direct mode object, stack mode object): the first is set as 1.13's C++-level mode (1.13
+    stashes it while our handler runs; a later torch with that API gets the handler's own guard),
+    the second is a public TorchDispatchMode."""
     from torch.utils._python_dispatch import TorchDispatchMode
     disable = torch._C._DisableTorchDispatch if hasattr(torch._C, "_DisableTorchDispatch") else None
     on_dispatch = recorder._on_dispatch
 
-    class DirectMode:
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            guard = disable()
-            try:
+    from .compat import parse_version
+    if parse_version(torch.__version__) < (2, 0):
+        class DirectMode:
+            # 1.13 stashes the mode while its handler runs (the op and the recorder's own ops inside
+            # it do not come back here): no guard of ours is needed, and one cost ~2.4 us an op
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 return on_dispatch(func, args, kwargs or {})
-            finally:
-                del guard
+    else:
+        class DirectMode:
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                guard = disable()
+                try:
+                    return on_dispatch(func, args, kwargs or {})
+                finally:
+                    del guard
 
     class StackMode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -212,6 +242,15 @@ class Recorder:
         self._backward_calls = 0
         self._skipped_nograd = 0  # no-grad ops outside backward that wrote nothing autograd saved
         self._backward_ok = 0
+        # The gap: between a backward's end and the next module call, while no graph keeps saved
+        # tensors, the dispatch mode is off (the optimizer's no-grad updates never enter Python)
+        self._live = [0]          # saved-tensor boxes alive (any graph's)
+        self._off = False         # the dispatch mode is off now (in a gap)
+        self._bw_quiet = False    # in a backward whose dispatch mode is on only inside hooked nodes
+        self._node_depth = 0
+        self._gap_ok = True       # False once a program did autograd work in a gap (never off again)
+        self._first_pack_in_module = None  # this window's first save happened inside a module call
+        self._gap_gidx = None     # this window began after a gap: the index kept for what it wrote
         # NaN search
         self._nan_active = bool(options.nan_check)
         self._nan_pending = []
@@ -259,6 +298,9 @@ class Recorder:
         self._inplace_error = None
         self._loss = None
         self._silent = []
+        self._first_pack_in_module = None
+        self._gap_gidx = None
+        self._gap_frame = None
 
     def _window_state(self, snapshot=False):
         """What a trace of this window needs. A snapshot (--always-write, written at exit) holds the
@@ -293,10 +335,10 @@ class Recorder:
         orig_backward, orig_grad = self._orig_backward, self._orig_grad
 
         def backward(tensors, *args, **kwargs):
-            return recorder._run_backward(orig_backward, tensors, args, kwargs, tensors)
+            return recorder._run_backward(orig_backward, tensors, args, kwargs, tensors, 2)
 
         def grad(outputs, *args, **kwargs):
-            return recorder._run_backward(orig_grad, outputs, args, kwargs, outputs)
+            return recorder._run_backward(orig_grad, outputs, args, kwargs, outputs, 3)
 
         for new, old in ((backward, orig_backward), (grad, orig_grad)):
             new.__name__, new.__qualname__, new.__doc__ = old.__name__, old.__qualname__, old.__doc__
@@ -321,6 +363,7 @@ class Recorder:
             return
         torch = self.torch
         self._recording = False
+        self._off = False
         if self._direct:
             torch._C._set_torch_dispatch_mode(None)
         else:
@@ -331,6 +374,22 @@ class Recorder:
         self._h_post.remove()
         self._hooks_ctx.__exit__(None, None, None)
         self._started = False
+
+    # ------------------------------------------------------------------ the gap
+    def _leave_mode(self):
+        """After a backward whose graph is gone (no saved tensor of any graph alive) in a program whose
+        steps start with a module call: no op until the next module call can make a node, save a
+        tensor or write one a graph saved, so none needs Python. The mode comes back at the next
+        module call (_module_pre), save (_pack) or backward (_begin_backward). What the gap may hide
+        is a NaN/Inf the optimizer (or the program) writes into a parameter: the NaN search finds
+        it at the first forward op that reads it (_found_nan names the write in the gap)."""
+        self.torch._C._set_torch_dispatch_mode(None)
+        self._off = True
+
+    def _enter_mode(self):
+        self._off = False
+        if self._started and self._direct:
+            self.torch._C._set_torch_dispatch_mode(self._mode)
 
     # ------------------------------------------------------------------ helpers
     def _quiet(self):
@@ -504,13 +563,22 @@ class Recorder:
                 info = self._opinfo[id(func)] = _OpInfo(func)
             except Exception:
                 return func(*args, **kwargs)
+        if self._bw_depth and info.inert and not self._grad_enabled():
+            # a view or an empty tensor in backward: nothing to record
+            out = info.call(*args, **kwargs)
+            if info.returns_tensor and isinstance(out, (bool, int, float, complex)):
+                out = self._rewrap(info, args, kwargs, out)
+            return out
         Tensor = self.Tensor
         if self._bw_depth == 0 and not self._grad_enabled() and not self._writes_saved(info, args, kwargs, Tensor):
             # No-grad work outside backward (an optimizer's updates, a no-grad fill) makes no node and saves
             # nothing: unless it writes a storage autograd saved, no diagnosis can need it (the optimizer's
             # updates of its moments and temporaries, ~90 of a small MLP's ~180 ops a step, are not kept).
             self._skipped_nograd += 1
-            return info.call(*args, **kwargs)
+            out = info.call(*args, **kwargs)
+            if info.returns_tensor and isinstance(out, (bool, int, float, complex)):
+                out = self._rewrap(info, args, kwargs, out)
+            return out
         tinfo = self._tinfo
         op = None
         try:
@@ -785,6 +853,14 @@ class Recorder:
                 return
 
     def _found_nan(self, op, has_nan, inputs):
+        if self._gap_gidx is not None and op.phase == "forward":
+            try:
+                gap = self._gap_origin(op, inputs)
+                if gap is not None:
+                    op, has_nan = gap
+                    inputs = ()
+            except Exception as exc:
+                self._internal_error("the NaN search", exc)
         self._nan_op = op
         self._held_roots = list(self._roots)  # the trace may be written at exit, the model gone
         self._nan_has_nan = has_nan
@@ -802,8 +878,80 @@ class Recorder:
             except Exception:
                 pass
 
+    def _gap_origin(self, op, inputs):
+        """The forward op where a NaN/Inf first showed, in a window after a gap (the mode was off
+        from the last backward's end to this window's first module call): when it read a tensor
+        already non-finite that no op of this window made (a parameter the optimizer wrote, or a
+        tensor the program made in the gap), the origin is the gap. Returns that origin as an op
+        record (first in the window, written input = the tensor, no source line: the gap's ops ran
+        unrecorded; for a tensor that is no parameter, the line that called the module) and whether it
+        holds NaN, or None."""
+        made = set()
+        for o in self._ops:
+            if o is op:
+                break
+            for ti in o.outputs:
+                made.add(ti[R.STORAGE])
+            for ti in o.inputs:
+                if ti[R.WRITTEN]:
+                    made.add(ti[R.STORAGE])
+        for ti, t in zip(op.inputs, inputs):
+            t = t() if isinstance(t, weakref.ref) else t
+            if t is None or ti[R.WRITTEN] or not ti[R.STORAGE] or ti[R.STORAGE] in made:
+                continue
+            if not (t.is_floating_point() or t.is_complex()) or t.layout is not self.torch.strided \
+                    or t.is_nested or not t.numel():
+                continue
+            kind = _nonfinite(self.torch, t.detach())
+            if kind is None:
+                continue
+            name = self._tensor_name(t)
+            if name is not None:
+                what = "write to %s between backward and forward (optimizer step or program code)" % name
+                module = name.rsplit(".", 1)[0] if "." in name else ""
+                frame = None  # the optimizer's step, or any line of the program: unknown
+            else:
+                what = "tensor made between backward and forward (program code, not recorded)"
+                module = op.module
+                frame = self._frame_index(self._gap_frame)  # where the program passed it in
+            gap = OpRec(self._gap_gidx, what, "forward", False, 0, module, frame)
+            v = ti[R.VERSION_BEFORE]
+            x = t.detach().abs() if t.is_complex() else t.detach()
+            gap.inputs = (ti[:R.VERSION_BEFORE] + (v, v, True, False, (float(x.min()), float(x.max()))),)
+            gap.outputs = (ti[:R.VERSION_BEFORE] + (v, v, False, True, None),)
+            gap.writes = True
+            self._ops.insert(0, gap)
+            self._ops_seen += 1
+            self._bytes += R.OP_BYTES + 2 * R.TENSOR_BYTES
+            return gap, kind == "nan"
+        return None
+
+    def _frame_index(self, frame):
+        if frame is None:
+            return None
+        fid = self._frame_ids.get(frame)
+        if fid is None:
+            fid = self._frame_ids[frame] = len(self._frame_table)
+            self._frame_table.append(frame)
+        return fid
+
+    def _tensor_name(self, t):
+        """"layers.0.weight" for a parameter or buffer of the modules the program called, else None."""
+        for root in list(self._roots):
+            for n, p in root.named_parameters():
+                if p is t or (p.data_ptr() == t.data_ptr() and p.shape == t.shape):
+                    return n
+            for n, b in root.named_buffers():
+                if b is t or (b.data_ptr() == t.data_ptr() and b.shape == t.shape):
+                    return n
+        return None
+
     # ------------------------------------------------------------------ modules
     def _module_pre(self, module, inputs):
+        if self._off:
+            self._enter_mode()
+            self._gap_gidx = self._gidx()  # for what the gap wrote, should the NaN search need it
+            self._gap_frame = frames.capture()  # the program's line calling the module
         name = self._mnames.get(module)
         if name is None:
             if not self._mstack:  # a module called by the program: name it and its submodules
@@ -828,6 +976,13 @@ class Recorder:
 
     # ------------------------------------------------------------------ saved tensors
     def _pack(self, t):
+        if self._first_pack_in_module is None:
+            if self._off:
+                # autograd work in the gap, outside any module call: the op saving this ran unrecorded;
+                # record from here on, and never leave the mode for this program again
+                self._gap_ok = False
+                self._enter_mode()
+            self._first_pack_in_module = bool(self._mstack)
         info = SavedInfo()
         try:
             info.version = t._version
@@ -842,7 +997,7 @@ class Recorder:
             finally:
                 del quiet
         # (a detached alias: no reference cycle through the tensor's own grad_fn)
-        return _Box(t.detach() if t.grad_fn is not None else t, info, False)
+        return _Box(t.detach() if t.grad_fn is not None else t, info, False, self._live)
 
     def _pack_recorded(self, t, info):
         self._flush()
@@ -885,7 +1040,7 @@ class Recorder:
             # a window past four times its bound (forwards without backward): the version check
             # goes on, the record does not
             self._saved_dropped += 1
-        return _Box(t.detach() if output else t, info, not output)
+        return _Box(t.detach() if output else t, info, not output, self._live)
 
     def _checksum(self, t):
         """A 0-dim tensor summing `t` (no device sync), or None. One per view and version while no op
@@ -1017,8 +1172,12 @@ class Recorder:
         return text
 
     # ------------------------------------------------------------------ backward
-    def _run_backward(self, orig, tensors, args, kwargs, roots):
+    def _run_backward(self, orig, tensors, args, kwargs, roots, create_at):
         began = self._begin_backward(roots)
+        if began and self._bw_depth == 1 and self._recording and self._direct:
+            create = kwargs.get("create_graph", args[create_at] if len(args) > create_at else False)
+            if not create:
+                self._quiet_backward(roots)
         try:
             result = orig(tensors, *args, **kwargs)
         except Exception as exc:
@@ -1028,6 +1187,7 @@ class Recorder:
         except BaseException:
             if began:
                 self._bw_depth -= 1
+                self._loud_backward()
             raise
         if began:
             self._end_backward(None)
@@ -1058,6 +1218,9 @@ class Recorder:
     def _begin_backward(self, roots):
         if not self._started:
             return False
+        if self._off:  # a backward over a graph made in the gap (no module call, no saved tensor)
+            self._gap_ok = False
+            self._enter_mode()
         self._bw_depth += 1
         if self._bw_depth > 1 or not self._recording:
             return True
@@ -1100,12 +1263,12 @@ class Recorder:
         backward_fn = getattr(torch.autograd.function, "BackwardCFunction", None)
         for node in order:
             st = self._stamp(node)
-            if not st[ST_HOOKED]:
+            attrs = self._saved_attrs(node)
+            custom = backward_fn is not None and isinstance(node, backward_fn)
+            if not st[ST_HOOKED] and (attrs or custom or st[ST_NAME] not in _PASS_NODES):
                 st[ST_HOOKED] = True
                 node.register_prehook(_NodeHook(self, st, True))
                 node.register_hook(_NodeHook(self, st, False))
-            attrs = self._saved_attrs(node)
-            custom = backward_fn is not None and isinstance(node, backward_fn)
             if not attrs and not custom:
                 continue
             self._probing = st
@@ -1123,7 +1286,31 @@ class Recorder:
             finally:
                 self._probing = None
 
+    def _quiet_backward(self, roots):
+        """A backward on the CPU without create_graph: the dispatch mode is off outside the hooked
+        nodes (what runs there is the engine's seed gradient, a leaf's accumulation and the nodes that
+        only hand gradients on, _PASS_NODES: ~20 of the bench MLP's ~80 backward dispatches), on
+        from a hooked node's pre hook to its post hook."""
+        try:
+            if not all(t.device.type == "cpu" for t in self._roots_of(roots)):
+                return  # device nodes run on the engine's device threads (their own mode state)
+        except Exception:
+            return
+        self._node_depth = 0
+        self._bw_quiet = True
+        self.torch._C._set_torch_dispatch_mode(None)
+
+    def _loud_backward(self):
+        if self._bw_quiet and self._bw_depth == 0:
+            self._bw_quiet = False
+            if self._started and not self._off:
+                self.torch._C._set_torch_dispatch_mode(self._mode)
+
     def _node_pre(self, st, grad_outputs):
+        if self._bw_quiet:
+            self._node_depth += 1
+            if self._node_depth == 1:
+                self.torch._C._set_torch_dispatch_mode(self._mode)
         if not self._recording:
             return
         quiet = self._quiet()
@@ -1155,12 +1342,17 @@ class Recorder:
                 self._internal_error(st[ST_NAME], exc)
             finally:
                 del quiet
+        if self._bw_quiet:
+            self._node_depth -= 1
+            if self._node_depth == 0:
+                self.torch._C._set_torch_dispatch_mode(None)
         message = self._deferred.pop(ident, None)
         if message is not None:
             raise RuntimeError(message)
 
     def _end_backward(self, exc):
         self._bw_depth -= 1
+        self._loud_backward()
         if self._bw_depth > 0 or not self._recording:
             return
         quiet = self._quiet()
@@ -1190,8 +1382,11 @@ class Recorder:
         except Exception as error:
             self._internal_error("the end of backward", error)
         finally:
+            ended_in_module = self._first_pack_in_module
             self._reset_window()
             del quiet
+        if ended_in_module and self._gap_ok and self._direct and not self._live[0]:
+            self._leave_mode()
 
     def _compare_checksums(self):
         """Saved tensors whose checksum at unpack differs from the one at save while the version did
