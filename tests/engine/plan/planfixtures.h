@@ -40,7 +40,14 @@ inline engine::plan::PlanModel tinyModel(int layers = 4, bool tied = false)
     tree.noSplitClasses = {"Block"};
     engine::plan::PlanModel model;
     model.tree = tree;
-    model.arch = {"generic", 5, 1, 1, 5, 10, 25, layers};
+    model.arch.family = "generic";
+    model.arch.hidden = 5;
+    model.arch.heads = 1;
+    model.arch.kvHeads = 1;
+    model.arch.headDim = 5;
+    model.arch.intermediate = 10;
+    model.arch.vocab = 25;
+    model.arch.layers = layers;
     return model;
 }
 

@@ -92,10 +92,12 @@ TEST(SettingSchema, KeysAndFlagsAreUniqueAndEverySettingIsDescribed)
         EXPECT_FALSE(spec.help.empty()) << spec.key;
         EXPECT_NE(spec.get, nullptr) << spec.key;
         EXPECT_NE(spec.set, nullptr) << spec.key;
-        if (spec.kind == SettingKind::Choice)
+        if (spec.kind == SettingKind::Choice) {
             EXPECT_GE(spec.choices.size(), 2u) << spec.key;
-        if (spec.kind == SettingKind::Integer || spec.kind == SettingKind::Number)
+        }
+        if (spec.kind == SettingKind::Integer || spec.kind == SettingKind::Number) {
             EXPECT_TRUE(spec.range.has_value()) << spec.key << " has no range";
+        }
         EXPECT_EQ(&engine::train::settingSpec(spec.key), &spec);
     }
     // The flags users and scripts already type keep their names.
@@ -120,8 +122,9 @@ TEST(SettingSchema, DefaultsLieInTheirRanges)
             continue;
         const double v = spec.valueOf(defaults).get<double>();
         EXPECT_TRUE(v >= spec.range->low && v <= spec.range->high) << spec.key << " = " << v;
-        if (spec.special)
+        if (spec.special) {
             EXPECT_EQ(spec.special->value, spec.range->low) << spec.key << ": a field shows its special value at its minimum";
+        }
     }
 }
 
