@@ -351,7 +351,7 @@ class NanTest(RecorderCase):
         self.check_format(t)
         end = t.end
         self.assertEqual(end["outcome"], "nan")
-        self.assertEqual(end["failed_in"], "forward")
+        self.assertEqual(end["failed_in"], "", "the program raised nothing; the NaN's phase is its op's")
         self.assertTrue(end["backward_succeeded"])
         self.assertEqual(end["loss"], "nan")
         op = t.ops[end["nan_op"]]
@@ -564,7 +564,7 @@ class NoGradWorkTest(RecorderCase):
         t = Trace(path)
         self.check_format(t)
         self.assertEqual(t.end["outcome"], "nan")
-        self.assertEqual(t.end["failed_in"], "backward")
+        self.assertEqual(t.end["failed_in"], "", "nothing raised")
         op = t.ops[t.end["nan_op"]]
         self.assertEqual((op["name"], op["phase"], op["depth"]), ("aten::div", "backward", 1))
         node = [o for o in t.ops[:t.end["nan_op"]] if o["backward_node_op"]][-1]

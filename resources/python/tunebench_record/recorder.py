@@ -1370,8 +1370,7 @@ class Recorder:
                 elif self._silent:
                     outcome = "ok"
                 if outcome is not None:
-                    failed = self._nan_op.phase if self._nan_op is not None else ""
-                    self.write_trace(outcome, "", failed, True)
+                    self.write_trace(outcome, "", "", True)  # nothing raised: the NaN's phase is in its op
                 elif self.options.always_write:
                     self._snapshot = self._window_state(snapshot=True)
             else:
@@ -1459,7 +1458,7 @@ class Recorder:
             self._flush()
             self._check_nan_pending()
             if self._nan_op is not None:
-                self.write_trace("nan", "", self._nan_op.phase, False)
+                self.write_trace("nan", "", "", False)
                 self._reset_window()
             elif self.options.always_write and self._snapshot is not None:
                 self.write_trace("ok", "", "", True, self._snapshot)

@@ -132,6 +132,26 @@ TEST(TraceFile, TheFirstNanIsNamedWithItsLineAndInputRange)
     EXPECT_EQ(json["first_nan_source"]["code"], "return torch.log(centered).sum()");
 }
 
+// A NaN that raised nothing is no failure, also in a trace whose recorder wrote the NaN's phase as
+// failed_in (recorders before 2026-12-07): the report names the NaN, not "forward failed".
+TEST(TraceFile, ANanThatRaisedNothingIsNotReportedAsAFailure)
+{
+    std::string trace = slurp(kTraces / "nan-log.jsonl");
+    const std::string now = R"("failed_in": "")";
+    const auto at = trace.find(now);
+    ASSERT_NE(at, std::string::npos);
+    trace.replace(at, now.size(), R"("failed_in": "forward")");
+    const testing_support::TempDir dir("nan-trace");
+    std::ofstream(dir / "old.jsonl") << trace;
+    for (const fs::path &file : {kTraces / "nan-log.jsonl", dir / "old.jsonl"}) {
+        SCOPED_TRACE(file.string());
+        const InspectionReport report = inspectTraceFile(file);
+        EXPECT_EQ(report.status, InspectStatus::Nan) << report.summary;
+        EXPECT_TRUE(report.error.empty()) << report.error;
+        EXPECT_EQ(report.summary.find("failed"), std::string::npos) << report.summary;
+    }
+}
+
 // A trace of a silent mutation and one of a clean step with gradient problems.
 TEST(TraceFile, SilentMutationsAndGradientFlowAreDiagnosedAsForTheEngine)
 {
