@@ -77,6 +77,21 @@ TEST_F(PlanPageTest, OpensAConfigAndShowsEveryDeviceWithAVerdict)
     EXPECT_EQ(verdict.contains(QStringLiteral("does not fit")), !m_page->plan()->fits);
 }
 
+// Train with This Plan is for what the engine trains: a LLaMA-family folder, not a ChatGLM one, which
+// tunebench plans but does not train; the tooltip says why.
+TEST_F(PlanPageTest, TrainingIsOfferedOnlyForArchitecturesTheEngineTrains)
+{
+    auto *train = m_page->findChild<QPushButton *>(QStringLiteral("trainWithPlan"));
+    ASSERT_TRUE(m_page->openModel(kChatGlm));
+    EXPECT_FALSE(train->isEnabled());
+    EXPECT_TRUE(train->toolTip().contains(QStringLiteral("does not train them yet"))) << train->toolTip().toStdString();
+    EXPECT_TRUE(train->toolTip().contains(QStringLiteral("chatglm"))) << train->toolTip().toStdString();
+
+    ASSERT_TRUE(m_page->openModel(QStringLiteral(TUNEBENCH_TEST_DATA "/model/configs/qwen3-0.6b.json")));
+    EXPECT_TRUE(train->isEnabled());
+    EXPECT_TRUE(train->toolTip().isEmpty()) << train->toolTip().toStdString();
+}
+
 TEST_F(PlanPageTest, DraggingALayerToTheCpuChangesTheBarsAndUndoRestoresThem)
 {
     ASSERT_TRUE(m_page->openModel(kChatGlm));

@@ -1,11 +1,10 @@
 #include "ui/pages/planpage.h"
 
-#include "engine/plan/advisor.h"
-
+#include "engine/core/atomicfile.h"
 #include "engine/core/byteunits.h"
 #include "engine/core/error.h"
-#include "engine/core/atomicfile.h"
 #include "engine/core/format.h"
+#include "engine/model/llamaconfig.h"
 #include "engine/plan/advisor.h"
 #include "engine/plan/catalog.h"
 #include "engine/plan/devicemapjson.h"
@@ -449,9 +448,14 @@ bool PlanPage::openModel(const QString &path)
     }
     m_modelEdit->setText(path);
     m_catalogRow->hide();
+    const std::string modelType = m_planner->model().tree.modelType;
+    // tunebench plans more architectures than it trains (ChatGLM, GPT-2, mixture-of-experts models).
+    m_trainable = !m_fromCatalog && engine::model::isLlamaFamily(modelType);
     m_trainButton->setToolTip(m_fromCatalog ? tr("A catalog model is only a config: download its weights and open "
                                                  "the folder to train")
-                                            : QString());
+                              : !m_trainable ? tr("tunebench plans %1 models but does not train them yet")
+                                                   .arg(fromStd(modelType.empty() ? std::string("these") : modelType))
+                                             : QString());
     m_treeModel->setTree(m_planner->model().tree);
     replan();
     return m_plan.has_value();
@@ -522,7 +526,7 @@ void PlanPage::showPlan(const Plan &plan)
     m_tabs->setTabText(0, plan.lint.empty() ? tr("Pitfalls") : tr("Pitfalls (%1)").arg(plan.lint.size()));
     for (QPushButton *b : {m_importButton, m_exportButton, m_pythonButton, m_trainButton})
         b->setEnabled(true);
-    m_trainButton->setEnabled(!m_fromCatalog);
+    m_trainButton->setEnabled(m_trainable);
 }
 
 void PlanPage::showAdvice(const std::vector<engine::plan::DeviceSpec> &devices, const engine::plan::PlanSettings &settings)

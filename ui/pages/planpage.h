@@ -130,6 +130,7 @@ private:
     QPushButton *m_pythonButton = nullptr;
     QPushButton *m_importButton = nullptr;
     QPushButton *m_trainButton = nullptr;
+    bool m_trainable = false; ///< the engine trains the opened model (not a catalog config, a trained architecture)
     QUndoStack *m_undo = nullptr;
 };
 
