@@ -203,6 +203,53 @@ TEST_P(GemmaCheckpoint, ExportedAdapterIsPeftsAndScoresTheSameThroughTheReferenc
     expectMatches(engine::model::scoreLogprobs(model, kIds), reference[0], GetParam() + " exported adapter");
 }
 
+// A LoRA run: a few Adam steps on the next-token loss train the branches through the soft-caps, the
+// GeGLU and the extra norms (gradient checkpointing on, as training runs it); the adapter the run
+// exports scores through the reference as the trained model does, and differs from the base.
+TEST_P(GemmaCheckpoint, TrainedAdapterExportsAndScoresTheSameThroughTheReference)
+{
+    LlamaForCausalLM model = engine::model::loadPretrained(modelDir());
+    LoraSettings settings;
+    settings.r = 4;
+    settings.alpha = 8;
+    settings.dropout = 0;
+    settings.targets = {"q_proj", "v_proj", "gate_proj", "down_proj"};
+    torch::manual_seed(11);
+    engine::model::attachLora(model, settings);
+    model->setGradientCheckpointing(true);
+    model->train();
+    std::vector<torch::Tensor> trainable;
+    for (const auto &p : model->parameters()) {
+        if (p.requires_grad())
+            trainable.push_back(p);
+    }
+    ASSERT_EQ(trainable.size(), 24u) << "A and B of 4 targets in 3 layers";
+    torch::optim::Adam optimizer(trainable, torch::optim::AdamOptions(0.02));
+    const torch::Tensor ids = torch::tensor(kIds, torch::kInt64).unsqueeze(0);
+    double first = 0;
+    double last = 0;
+    for (int step = 0; step < 6; ++step) {
+        optimizer.zero_grad();
+        const torch::Tensor logits = model->forward(ids.narrow(1, 0, 15));
+        const torch::Tensor loss = torch::nn::functional::cross_entropy(logits.reshape({-1, 64}), ids.narrow(1, 1, 15).reshape({-1}));
+        loss.backward();
+        optimizer.step();
+        (step == 0 ? first : last) = loss.item<double>();
+    }
+    EXPECT_LT(last, first - 0.1) << "the adapter learns";
+    model->eval();
+    const fs::path exported = m_dir / "trained";
+    engine::model::savePeftAdapter(model, settings, modelDir().string(), exported);
+
+    const json cases = json::array({{{"model_dir", modelDir().string()}, {"ids", kIds}},
+                                     {{"model_dir", modelDir().string()}, {"ids", kIds},
+                                      {"adapter_dir", exported.string()}}});
+    const std::vector<std::vector<double>> reference = referenceLogprobs(m_dir, cases);
+    ASSERT_EQ(reference.size(), 2u);
+    expectMatches(engine::model::scoreLogprobs(model, kIds), reference[1], GetParam() + " trained adapter");
+    EXPECT_GT(maxAbsDiff(reference[0], reference[1]), 0.1) << "the trained adapter changes the model";
+}
+
 // The cache holds every key; the masks keep the sliding layers local. Token by token after a prompt
 // longer than the window, the logits equal the full forward's at each position.
 TEST_P(GemmaCheckpoint, CachedDecodingEqualsTheFullForwardPastTheWindow)
