@@ -494,3 +494,21 @@ TEST(ChatTemplateGemma, SystemTurnsAndRolesOutOfOrderAreRefusedWithTheTemplatesM
     expectError([&] { chat.render({{"user", "Q"}, {"user", "Q again"}}, true, {}); }, ErrorKind::InvalidInput,
                 "Conversation roles must alternate");
 }
+
+// gemma3.jinja, Gemma 3's template: a system message becomes a prefix of the first user turn.
+TEST(ChatTemplateGemma, Gemma3FoldsTheSystemMessageIntoTheFirstUserTurn)
+{
+    const auto chat = ChatTemplate::parse(readFile(dataDir() / "gemma3.jinja"));
+    const Tokens tokens = {{"bos_token", "<bos>"}, {"eos_token", "<eos>"}};
+    EXPECT_EQ(chat.render({{"system", "Be brief."}, {"user", " Q1 "}, {"assistant", "A1"}, {"user", "Q2"}}, true, tokens),
+              "<bos><start_of_turn>user\nBe brief.\n\nQ1<end_of_turn>\n<start_of_turn>model\nA1<end_of_turn>\n"
+              "<start_of_turn>user\nQ2<end_of_turn>\n<start_of_turn>model\n");
+    EXPECT_EQ(chat.render({{"user", "Hi"}}, false, tokens), "<bos><start_of_turn>user\nHi<end_of_turn>\n");
+    const std::vector<ChatMessage> withAnswers = {{"system", "S"}, {"user", "Q1"}, {"assistant", "A1 "}};
+    const std::string text = chat.render(withAnswers, false, tokens);
+    const Spans spans = assistantSpans(chat, withAnswers, tokens);
+    ASSERT_EQ(spans.size(), 1u);
+    EXPECT_EQ(text.substr(spans[0].first, spans[0].second - spans[0].first), "A1<end_of_turn>\n");
+    expectError([&] { chat.render({{"system", "S"}, {"assistant", "A"}}, true, tokens); }, ErrorKind::InvalidInput,
+                "Conversation roles must alternate");
+}
