@@ -495,10 +495,12 @@ TEST(ChatTemplateGemma, SystemTurnsAndRolesOutOfOrderAreRefusedWithTheTemplatesM
                 "Conversation roles must alternate");
 }
 
-// gemma3.jinja, Gemma 3's template: a system message becomes a prefix of the first user turn.
+// Gemma 3's template as its folder ships it (the chat_template of the tokenizer_config.json in
+// tests/data/tokenize/reference/gemma3): a system message becomes a prefix of the first user turn.
 TEST(ChatTemplateGemma, Gemma3FoldsTheSystemMessageIntoTheFirstUserTurn)
 {
-    const auto chat = ChatTemplate::parse(readFile(dataDir() / "gemma3.jinja"));
+    const fs::path config = fs::path(TUNEBENCH_TEST_DATA) / "tokenize" / "reference" / "gemma3" / "tokenizer_config.json";
+    const auto chat = ChatTemplate::parse(nlohmann::json::parse(readFile(config)).at("chat_template").get<std::string>());
     const Tokens tokens = {{"bos_token", "<bos>"}, {"eos_token", "<eos>"}};
     EXPECT_EQ(chat.render({{"system", "Be brief."}, {"user", " Q1 "}, {"assistant", "A1"}, {"user", "Q2"}}, true, tokens),
               "<bos><start_of_turn>user\nBe brief.\n\nQ1<end_of_turn>\n<start_of_turn>model\nA1<end_of_turn>\n"
