@@ -76,17 +76,22 @@ struct FamilyMember {
     bool slidingWindowKey;     // the config class's sliding_window applies to its sliding layers (mistral, gemma)
     const char *activationKey; // the MLP activation's key: hidden_act, or gemma's hidden_activation
     const char *embeddingClass; // model.embed_tokens' class when not nn.Embedding (holds an embed_scale buffer)
+    bool fusedProjections;      // one qkv_proj (registered after o_proj) and one gate_up_proj (phi3)
+    bool partialRotary;         // the config class has partial_rotary_factor (phi3)
 };
 
 constexpr FamilyMember kFamily[] = {
-    {"llama", "Llama", nullptr, false, true, false, false, false, false, false, "hidden_act", nullptr},
-    {"mistral", "Mistral", nullptr, false, false, false, false, false, false, true, "hidden_act", nullptr},
-    {"qwen2", "Qwen2", nullptr, true, false, false, false, false, false, false, "hidden_act", nullptr},
-    {"qwen3", "Qwen3", nullptr, false, true, true, false, false, false, false, "hidden_act", nullptr},
+    {"llama", "Llama", nullptr, false, true, false, false, false, false, false, "hidden_act", nullptr, false, false},
+    {"mistral", "Mistral", nullptr, false, false, false, false, false, false, true, "hidden_act", nullptr, false, false},
+    {"qwen2", "Qwen2", nullptr, true, false, false, false, false, false, false, "hidden_act", nullptr, false, false},
+    {"qwen3", "Qwen3", nullptr, false, true, true, false, false, false, false, "hidden_act", nullptr, false, false},
     // Gemma2Model multiplies by a normalizer in forward; Gemma3TextModel's embedding holds it as a buffer.
-    {"gemma2", "Gemma2", nullptr, false, true, false, true, true, true, true, "hidden_activation", nullptr},
+    {"gemma2", "Gemma2", nullptr, false, true, false, true, true, true, true, "hidden_activation", nullptr, false,
+     false},
     {"gemma3_text", "Gemma3", "Gemma3TextModel", false, true, true, true, true, true, true, "hidden_activation",
-     "Gemma3TextScaledWordEmbedding"},
+     "Gemma3TextScaledWordEmbedding", false, false},
+    // Phi3Attention registers o_proj before qkv_proj; Phi3MLP gate_up_proj (gate rows first), down_proj.
+    {"phi3", "Phi3", nullptr, false, false, false, false, false, false, true, "hidden_act", nullptr, true, true},
 };
 
 const FamilyMember *familyMember(const std::string &modelType)
@@ -170,6 +175,14 @@ LlamaConfig classDefaults(const std::string &modelType)
     // Qwen3Config's head_dim defaults to 128, not hidden_size / num_attention_heads.
     if (modelType == "qwen3")
         config.headDim = 128;
+    if (modelType == "phi3") {
+        config.vocabSize = 32064;
+        config.hiddenSize = 3072;
+        config.intermediateSize = 8192;
+        config.maxPositionEmbeddings = 4096;
+        config.rmsNormEps = 1e-5;
+        config.eosTokenId = 32000;
+    }
     if (modelType == "gemma2" || modelType == "gemma3_text") {
         config.vocabSize = modelType == "gemma2" ? 256000 : 262208;
         config.hiddenSize = 2304;
@@ -367,6 +380,16 @@ bool LlamaConfig::hasQkNorm() const
     return memberOf(modelType).qkNorm;
 }
 
+bool LlamaConfig::hasFusedProjections() const
+{
+    return memberOf(modelType).fusedProjections;
+}
+
+int64_t LlamaConfig::rotaryDim() const
+{
+    return static_cast<int64_t>(static_cast<double>(effectiveHeadDim()) * partialRotaryFactor);
+}
+
 bool LlamaConfig::hasNormOffset() const
 {
     return memberOf(modelType).normOffset;
@@ -438,6 +461,7 @@ int64_t LlamaConfig::parameterCount() const
     const int64_t kvWidth = numKeyValueHeads * head;
     const int64_t attention = hiddenSize * qWidth + 2 * hiddenSize * kvWidth + qWidth * hiddenSize
         + (hasQkvBias() ? qWidth + 2 * kvWidth : 0) + (hasOutputBias() ? hiddenSize : 0);
+    // phi3's fused qkv_proj and gate_up_proj hold as many weights as the separate projections.
     const int64_t mlp = 3 * hiddenSize * intermediateSize + (mlpBias ? 2 * intermediateSize + hiddenSize : 0);
     const int64_t norms = (hasFeedforwardNorms() ? 4 : 2) * hiddenSize + (hasQkNorm() ? 2 * head : 0);
     const int64_t embeddings = vocabSize * hiddenSize;
@@ -482,6 +506,11 @@ void LlamaConfig::validate(const std::string &source) const
         throw fieldError(source, headDim != 0 ? "head_dim" : "num_attention_heads",
                          "gives a head dimension of " + std::to_string(head)
                              + ", which must be even for rotary position embeddings");
+    }
+    if (!(partialRotaryFactor > 0.0 && partialRotaryFactor <= 1.0) || rotaryDim() < 2 || rotaryDim() % 2 != 0) {
+        throw fieldError(source, "partial_rotary_factor",
+                         "is " + std::to_string(partialRotaryFactor) + ": the rotary part of head_dim "
+                             + std::to_string(head) + " must be a positive even number of dimensions");
     }
     if (numAttentionHeads * head > kMaxHidden) {
         throw fieldError(source, "head_dim",
@@ -630,7 +659,15 @@ LlamaConfig LlamaConfig::fromJson(const json &object, const std::string &source)
         readGemma(object, config, source);
     if (modelType != "llama")
         refuseTrue(object, "mlp_bias", source, "a bias on the MLP projections (only llama's config has mlp_bias)");
-    if (const auto it = object.find("partial_rotary_factor"); it != object.end() && !it->is_null()) {
+    if (member.partialRotary) {
+        readDouble(object, "partial_rotary_factor", config.partialRotaryFactor, source);
+        for (const char *key : {"resid_pdrop", "embd_pdrop"}) {
+            double rate = 0;
+            readDouble(object, key, rate, source);
+            if (rate != 0.0)
+                throw fieldError(source, key, "is " + object.at(key).dump() + ": Phi-3's residual and embedding dropout are not supported yet");
+        }
+    } else if (const auto it = object.find("partial_rotary_factor"); it != object.end() && !it->is_null()) {
         if (!it->is_number())
             throw fieldError(source, "partial_rotary_factor", "must be a number, got " + describe(*it));
         if (it->get<double>() != 1.0)
@@ -693,6 +730,12 @@ json LlamaConfig::toJson() const
         object["sliding_window"] = slidingWindow > 0 ? json(slidingWindow) : json(nullptr);
     } else if (type == "qwen2" || type == "qwen3") {
         object["use_sliding_window"] = false;
+    }
+    if (memberOf(type).partialRotary) {
+        object["partial_rotary_factor"] = partialRotaryFactor;
+        object["sliding_window"] = slidingWindow > 0 ? json(slidingWindow) : json(nullptr);
+        object["resid_pdrop"] = 0.0;
+        object["embd_pdrop"] = 0.0;
     }
     if (memberOf(type).scaledEmbedding) {
         object.erase("hidden_act");

@@ -58,6 +58,7 @@ struct LlamaConfig {
     /// gemma3's rope_local_base_freq: the sliding layers' rotary base, with no rope_scaling (the full layers
     /// keep ropeTheta and ropeScaling); 0 = every layer uses ropeTheta and ropeScaling.
     double ropeLocalBaseFreq = 0;
+    double partialRotaryFactor = 1.0; ///< phi3: rotary on the first head_dim * factor dimensions of each head
     bool tieWordEmbeddings = false;
     std::string hiddenAct = "silu";  ///< "silu" or "gelu_pytorch_tanh" (gemma's hidden_activation)
     int64_t bosTokenId = 1;
@@ -73,6 +74,11 @@ struct LlamaConfig {
     /// Each head of q and k is RMS-normalized (weights q_norm and k_norm of head_dim) after the projection
     /// and before rotary: qwen3.
     bool hasQkNorm() const;
+    /// One qkv_proj (q, k, v rows in that order, registered after o_proj) and one gate_up_proj (gate rows
+    /// first) instead of separate projections: phi3.
+    bool hasFusedProjections() const;
+    /// The dimensions of each head that rotary rotates: int(head_dim * partial_rotary_factor).
+    int64_t rotaryDim() const;
     /// RMSNorm as Gemma's: x * (1 + weight) computed in float32 before the cast back, weights initialized 0.
     bool hasNormOffset() const;
     /// Four norms per layer (gemma): post_attention_layernorm normalizes the attention's output before the

@@ -83,9 +83,14 @@ torch::Tensor inverseFrequencies(int64_t dim, double base, const RopeScaling &ro
 }
 
 // HF's `x * cos + rotate_half(x) * sin` with cos/sin halves equal: the same values with fewer temporaries.
+// Tables narrower than the head (phi3's partial_rotary_factor) rotate its first dimensions only.
 torch::Tensor applyRotary(const torch::Tensor &x, const RotaryTables &rotary)
 {
-    const int64_t half = x.size(-1) / 2;
+    const int64_t half = rotary.cos.size(-1);
+    if (2 * half < x.size(-1)) {
+        const torch::Tensor rotated = applyRotary(x.narrow(-1, 0, 2 * half), rotary);
+        return torch::cat({rotated, x.narrow(-1, 2 * half, x.size(-1) - 2 * half)}, -1);
+    }
     const torch::Tensor x1 = x.narrow(-1, 0, half);
     const torch::Tensor x2 = x.narrow(-1, half, half);
     return torch::cat({x1 * rotary.cos - x2 * rotary.sin, x2 * rotary.cos + x1 * rotary.sin}, -1);
@@ -157,6 +162,11 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig &config)
     , m_softcap(config.attnLogitSoftcapping)
 {
     const int64_t hidden = config.hiddenSize;
+    if (config.hasFusedProjections()) { // Phi3Attention's order
+        o_proj = register_module("o_proj", makeLinear(m_heads * m_headDim, hidden));
+        qkv_proj = register_module("qkv_proj", makeLinear(hidden, (m_heads + 2 * m_kvHeads) * m_headDim));
+        return;
+    }
     const bool qkvBias = config.hasQkvBias();
     q_proj = register_module("q_proj", makeLinear(hidden, m_heads * m_headDim, qkvBias));
     k_proj = register_module("k_proj", makeLinear(hidden, m_kvHeads * m_headDim, qkvBias));
@@ -187,10 +197,22 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor &x, const RotaryTa
     const int64_t length = x.size(1);
     const int64_t groups = m_heads / m_kvHeads;
 
-    LlamaRmsNorm noNorm{nullptr};
-    const torch::Tensor q = applyRotary(projectHeads("q_proj", q_proj, m_qLora, "q_norm", q_norm, x, m_heads), rotary);
-    const torch::Tensor k = applyRotary(projectHeads("k_proj", k_proj, m_kLora, "k_norm", k_norm, x, m_kvHeads), rotary);
-    const torch::Tensor v = projectHeads("v_proj", v_proj, m_vLora, "", noNorm, x, m_kvHeads);
+    torch::Tensor qHeads, kHeads, v;
+    if (qkv_proj) { // phi3: rows q, k, v of one projection
+        const torch::Tensor qkv = inScope("qkv_proj", [&] { return linearWithLora(qkv_proj, m_qkvLora, x, is_training()); });
+        const int64_t qWidth = m_heads * m_headDim;
+        const int64_t kvWidth = m_kvHeads * m_headDim;
+        qHeads = qkv.narrow(-1, 0, qWidth).reshape({batch, length, m_heads, m_headDim});
+        kHeads = qkv.narrow(-1, qWidth, kvWidth).reshape({batch, length, m_kvHeads, m_headDim});
+        v = qkv.narrow(-1, qWidth + kvWidth, kvWidth).reshape({batch, length, m_kvHeads, m_headDim});
+    } else {
+        LlamaRmsNorm noNorm{nullptr};
+        qHeads = projectHeads("q_proj", q_proj, m_qLora, "q_norm", q_norm, x, m_heads);
+        kHeads = projectHeads("k_proj", k_proj, m_kLora, "k_norm", k_norm, x, m_kvHeads);
+        v = projectHeads("v_proj", v_proj, m_vLora, "", noNorm, x, m_kvHeads);
+    }
+    const torch::Tensor q = applyRotary(qHeads, rotary);
+    const torch::Tensor k = applyRotary(kHeads, rotary);
 
     // Query heads of one kv group stacked along rows: [B*kv, groups*T, D]. Head h uses kv head
     // h / groups, as transformers' repeat_kv, without materializing repeated keys and values.
@@ -231,6 +253,11 @@ torch::Tensor LlamaAttentionImpl::scores(const torch::Tensor &q3, const torch::T
 
 void LlamaAttentionImpl::collectLinearSites(const std::string &prefix, std::vector<LinearSite> &sites)
 {
+    if (qkv_proj) {
+        sites.push_back({prefix + "o_proj", o_proj, &m_oLora});
+        sites.push_back({prefix + "qkv_proj", qkv_proj, &m_qkvLora});
+        return;
+    }
     sites.push_back({prefix + "q_proj", q_proj, &m_qLora});
     sites.push_back({prefix + "k_proj", k_proj, &m_kLora});
     sites.push_back({prefix + "v_proj", v_proj, &m_vLora});
@@ -240,6 +267,11 @@ void LlamaAttentionImpl::collectLinearSites(const std::string &prefix, std::vect
 LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig &config)
     : m_gelu(config.hiddenAct == "gelu_pytorch_tanh")
 {
+    if (config.hasFusedProjections()) {
+        gate_up_proj = register_module("gate_up_proj", makeLinear(config.hiddenSize, 2 * config.intermediateSize));
+        down_proj = register_module("down_proj", makeLinear(config.intermediateSize, config.hiddenSize));
+        return;
+    }
     gate_proj = register_module("gate_proj", makeLinear(config.hiddenSize, config.intermediateSize, config.mlpBias));
     up_proj = register_module("up_proj", makeLinear(config.hiddenSize, config.intermediateSize, config.mlpBias));
     down_proj = register_module("down_proj", makeLinear(config.intermediateSize, config.hiddenSize, config.mlpBias));
@@ -247,14 +279,28 @@ LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig &config)
 
 torch::Tensor LlamaMlpImpl::forward(const torch::Tensor &x)
 {
-    const torch::Tensor gate = inScope("gate_proj", [&] { return linearWithLora(gate_proj, m_gateLora, x, is_training()); });
-    const torch::Tensor up = inScope("up_proj", [&] { return linearWithLora(up_proj, m_upLora, x, is_training()); });
+    torch::Tensor gate, up;
+    if (gate_up_proj) { // phi3: gate rows, then up rows
+        const torch::Tensor both =
+            inScope("gate_up_proj", [&] { return linearWithLora(gate_up_proj, m_gateUpLora, x, is_training()); });
+        const int64_t width = both.size(-1) / 2;
+        gate = both.narrow(-1, 0, width);
+        up = both.narrow(-1, width, width);
+    } else {
+        gate = inScope("gate_proj", [&] { return linearWithLora(gate_proj, m_gateLora, x, is_training()); });
+        up = inScope("up_proj", [&] { return linearWithLora(up_proj, m_upLora, x, is_training()); });
+    }
     const torch::Tensor activated = m_gelu ? torch::gelu(gate, "tanh") : torch::silu(gate);
     return inScope("down_proj", [&] { return linearWithLora(down_proj, m_downLora, activated * up, is_training()); });
 }
 
 void LlamaMlpImpl::collectLinearSites(const std::string &prefix, std::vector<LinearSite> &sites)
 {
+    if (gate_up_proj) {
+        sites.push_back({prefix + "gate_up_proj", gate_up_proj, &m_gateUpLora});
+        sites.push_back({prefix + "down_proj", down_proj, &m_downLora});
+        return;
+    }
     sites.push_back({prefix + "gate_proj", gate_proj, &m_gateLora});
     sites.push_back({prefix + "up_proj", up_proj, &m_upLora});
     sites.push_back({prefix + "down_proj", down_proj, &m_downLora});
@@ -321,7 +367,7 @@ RotaryTables LlamaModelImpl::rotaryTables(RotaryCache &cache, int64_t offset, in
     if (!cache.cosFloat.defined() || cache.cosFloat.size(0) < needed) {
         // As transformers: inv_freq and the angles in float32, then cos/sin cast to the activations' dtype.
         const int64_t cached = std::max(needed, std::min<int64_t>(m_config.maxPositionEmbeddings, 4096));
-        const torch::Tensor invFreq = inverseFrequencies(m_config.effectiveHeadDim(), cache.base, cache.scaling);
+        const torch::Tensor invFreq = inverseFrequencies(m_config.rotaryDim(), cache.base, cache.scaling);
         const torch::Tensor positions = torch::arange(cached, torch::kInt64).to(torch::kFloat32);
         const torch::Tensor angles = positions.unsqueeze(1) * invFreq.unsqueeze(0);
         cache.cosFloat = angles.cos();

@@ -99,9 +99,10 @@ public:
                           torch::Tensor *pastKeys = nullptr, torch::Tensor *pastValues = nullptr);
 
     torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+    torch::nn::Linear qkv_proj{nullptr}; ///< phi3: q, k and v in one projection, instead of q/k/v_proj
     LlamaRmsNorm q_norm{nullptr}, k_norm{nullptr}; ///< null unless config.hasQkNorm()
 
-    /// q_proj, k_proj, v_proj, o_proj as sites named prefix + local name.
+    /// q_proj, k_proj, v_proj, o_proj (phi3: o_proj, qkv_proj) as sites named prefix + local name.
     void collectLinearSites(const std::string &prefix, std::vector<LinearSite> &sites);
 
 private:
@@ -113,7 +114,7 @@ private:
     /// q.k scaled (config.attentionScale()), soft-capped when m_softcap > 0, plus the mask.
     torch::Tensor scores(const torch::Tensor &q3, const torch::Tensor &k3, const torch::Tensor &mask) const;
 
-    LoraBranch m_qLora, m_kLora, m_vLora, m_oLora;
+    LoraBranch m_qLora, m_kLora, m_vLora, m_oLora, m_qkvLora;
     int64_t m_heads;
     int64_t m_kvHeads;
     int64_t m_headDim;
@@ -132,12 +133,13 @@ public:
     torch::Tensor forward(const torch::Tensor &x);
 
     torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+    torch::nn::Linear gate_up_proj{nullptr}; ///< phi3: gate and up in one projection (gate rows first)
 
     /// gate_proj, up_proj, down_proj as sites named prefix + local name.
     void collectLinearSites(const std::string &prefix, std::vector<LinearSite> &sites);
 
 private:
-    LoraBranch m_gateLora, m_upLora, m_downLora;
+    LoraBranch m_gateLora, m_upLora, m_downLora, m_gateUpLora;
     bool m_gelu;
 };
 TORCH_MODULE(LlamaMlp);

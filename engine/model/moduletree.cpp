@@ -435,17 +435,26 @@ ModuleTree llamaModuleTree(const LlamaConfig &config, const std::string &dtype)
     for (int64_t i = 0; i < config.numHiddenLayers; ++i) {
         ModuleNode &layer = b.child(layers, std::to_string(i), config.className("DecoderLayer"));
         ModuleNode &attention = b.child(layer, "self_attn", config.className("Attention"));
-        b.linear(attention, "q_proj", hidden, qWidth, config.hasQkvBias());
-        b.linear(attention, "k_proj", hidden, kvWidth, config.hasQkvBias());
-        b.linear(attention, "v_proj", hidden, kvWidth, config.hasQkvBias());
-        b.linear(attention, "o_proj", qWidth, hidden, config.hasOutputBias());
+        if (config.hasFusedProjections()) { // Phi3Attention registers o_proj first
+            b.linear(attention, "o_proj", qWidth, hidden, false);
+            b.linear(attention, "qkv_proj", hidden, qWidth + 2 * kvWidth, false);
+        } else {
+            b.linear(attention, "q_proj", hidden, qWidth, config.hasQkvBias());
+            b.linear(attention, "k_proj", hidden, kvWidth, config.hasQkvBias());
+            b.linear(attention, "v_proj", hidden, kvWidth, config.hasQkvBias());
+            b.linear(attention, "o_proj", qWidth, hidden, config.hasOutputBias());
+        }
         if (config.hasQkNorm()) { // Qwen3Attention and Gemma3Attention register q_norm and k_norm after the projections
             b.rmsNorm(attention, "q_norm", config.effectiveHeadDim(), norm);
             b.rmsNorm(attention, "k_norm", config.effectiveHeadDim(), norm);
         }
         ModuleNode &mlp = b.child(layer, "mlp", config.className("MLP"));
-        b.linear(mlp, "gate_proj", hidden, config.intermediateSize, config.mlpBias);
-        b.linear(mlp, "up_proj", hidden, config.intermediateSize, config.mlpBias);
+        if (config.hasFusedProjections()) {
+            b.linear(mlp, "gate_up_proj", hidden, 2 * config.intermediateSize, false);
+        } else {
+            b.linear(mlp, "gate_proj", hidden, config.intermediateSize, config.mlpBias);
+            b.linear(mlp, "up_proj", hidden, config.intermediateSize, config.mlpBias);
+        }
         b.linear(mlp, "down_proj", config.intermediateSize, hidden, config.mlpBias);
         b.rmsNorm(layer, "input_layernorm", hidden, norm);
         b.rmsNorm(layer, "post_attention_layernorm", hidden, norm);
@@ -458,7 +467,7 @@ ModuleTree llamaModuleTree(const LlamaConfig &config, const std::string &dtype)
     // LlamaRotaryEmbedding: inv_freq = 1 / base^(arange(0, dim, 2) / dim), float32, register_buffer(persistent=False).
     // Gemma3RotaryEmbedding (transformers 5) holds one per layer type present, "<type>_inv_freq" (its order
     // follows a Python set; full_attention first here).
-    const int64_t rotaryDim = config.effectiveHeadDim();
+    const int64_t rotaryDim = config.rotaryDim();
     ModuleNode &rotary = b.child(model, "rotary_emb", config.className("RotaryEmbedding"));
     if (config.ropeLocalBaseFreq > 0) {
         for (const bool sliding : {false, true}) {
@@ -494,7 +503,7 @@ ModuleTree moduleTreeFromConfig(const json &config, const std::string &source)
         throw fieldError(source, "model_type", "is missing: cannot tell the architecture");
     throw fieldError(source, "model_type",
                      "is \"" + modelType + "\": no module tree for this architecture (supported: llama, mistral, qwen2, qwen3, "
-                                           "gemma2, gemma3_text, chatglm, gpt2)");
+                                           "gemma2, gemma3_text, phi3, chatglm, gpt2)");
 }
 
 ModuleTree moduleTreeFromFolder(const std::filesystem::path &path)

@@ -10,7 +10,9 @@ SwiGLU MLP; and Gemma 2 / Gemma 3 text (model_type gemma2, gemma3_text) from Goo
 definitions: embeddings times sqrt(hidden_size), RMSNorm x * (1 + w), GELU (tanh form) gating, a norm
 after attention and around the MLP, scores scaled by query_pre_attn_scalar^-1/2 and soft-capped
 (c * tanh(s / c)), local (sliding) and global layers, Gemma 3's q/k norm and local rotary base, final
-logit soft-capping. Shares no code with the C++ model.
+logit soft-capping; and Phi-3 (model_type phi3): q, k and v as rows of one qkv_proj, gate and up as
+halves of one gate_up_proj, rotary on the first head_dim * partial_rotary_factor dimensions of each
+head. Shares no code with the C++ model.
 
   reference_llama.py CASE.json OUT.json   CASE: {"config": {config.json keys}, "input_ids": [[..]],
                                           "position_offset": n, "weights_dir": path | "weights": "formula"}
@@ -57,7 +59,7 @@ def sliding_layer(cfg, layer):
         return layer % 2 == 0
     if cfg.get("model_type") == "gemma3_text":
         return (layer + 1) % cfg.get("sliding_window_pattern", 6) != 0
-    return cfg.get("model_type") == "mistral"
+    return cfg.get("model_type") in ("mistral", "phi3")
 
 
 def gelu_tanh(x):
@@ -66,6 +68,10 @@ def gelu_tanh(x):
 
 def softcap(x, cap):
     return x if not cap else cap * torch.tanh(x / cap)
+
+
+def fused(cfg):
+    return cfg.get("model_type") == "phi3"
 
 
 def qkv_bias(cfg):
@@ -91,6 +97,14 @@ def parameter_shapes(cfg):
     shapes = [("model.embed_tokens.weight", (v, h))]
     for layer in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{layer}."
+        if fused(cfg):  # Phi3Attention: o_proj, then qkv_proj; Phi3MLP: gate_up_proj, down_proj
+            shapes += [(p + "self_attn.o_proj.weight", (h, nh * hd)),
+                       (p + "self_attn.qkv_proj.weight", ((nh + 2 * nkv) * hd, h)),
+                       (p + "mlp.gate_up_proj.weight", (2 * i, h)),
+                       (p + "mlp.down_proj.weight", (h, i)),
+                       (p + "input_layernorm.weight", (h,)),
+                       (p + "post_attention_layernorm.weight", (h,))]
+            continue
         for proj, out, has_bias in (("q_proj", nh * hd, qkv_bias(cfg)), ("k_proj", nkv * hd, qkv_bias(cfg)),
                                     ("v_proj", nkv * hd, qkv_bias(cfg))):
             shapes.append((p + f"self_attn.{proj}.weight", (out, h)))
@@ -177,9 +191,11 @@ def inverse_frequencies(d, theta, scaling):
     return torch.tensor(inv_freq, dtype=DT)
 
 
-def rotary(x, positions, theta, scaling=None):
-    """x [B, heads, T, D]; positions [T]."""
-    d = x.shape[-1]
+def rotary(x, positions, theta, scaling=None, fraction=1.0):
+    """x [B, heads, T, D]; positions [T]; only the first int(D * fraction) dimensions rotate."""
+    d = int(x.shape[-1] * fraction)
+    if d < x.shape[-1]:
+        return torch.cat([rotary(x[..., :d], positions, theta, scaling), x[..., d:]], dim=-1)
     inv_freq = inverse_frequencies(d, theta, scaling)
     angles = positions.to(DT)[:, None] * inv_freq[None, :]
     emb = torch.cat([angles, angles], dim=-1)
@@ -225,16 +241,23 @@ def forward(cfg, w, ids, offset):
         if cfg.get("model_type") == "gemma3_text" and local:  # local layers: their own base, no scaling
             layer_theta, layer_scaling = cfg.get("rope_local_base_freq", 10000.0), None
         a = norm(x, w[p + "input_layernorm.weight"])
-        q = proj(a, p + "self_attn.q_proj").reshape(b, t, nh, hd)
-        k = proj(a, p + "self_attn.k_proj").reshape(b, t, nkv, hd)
+        if fused(cfg):
+            qkv = proj(a, p + "self_attn.qkv_proj")
+            q = qkv[..., :nh * hd].reshape(b, t, nh, hd)
+            k = qkv[..., nh * hd:(nh + nkv) * hd].reshape(b, t, nkv, hd)
+            v = qkv[..., (nh + nkv) * hd:].reshape(b, t, nkv, hd).transpose(1, 2)
+        else:
+            q = proj(a, p + "self_attn.q_proj").reshape(b, t, nh, hd)
+            k = proj(a, p + "self_attn.k_proj").reshape(b, t, nkv, hd)
+            v = proj(a, p + "self_attn.v_proj").reshape(b, t, nkv, hd).transpose(1, 2)
         if qk_norm(cfg):  # each head on its own: the mean of squares runs over head_dim only
             q = norm(q, w[p + "self_attn.q_norm.weight"])
             k = norm(k, w[p + "self_attn.k_norm.weight"])
         q = q.transpose(1, 2)
         k = k.transpose(1, 2)
-        v = proj(a, p + "self_attn.v_proj").reshape(b, t, nkv, hd).transpose(1, 2)
-        q = rotary(q, positions, layer_theta, layer_scaling)
-        k = rotary(k, positions, layer_theta, layer_scaling)
+        fraction = cfg.get("partial_rotary_factor", 1.0) if fused(cfg) else 1.0
+        q = rotary(q, positions, layer_theta, layer_scaling, fraction)
+        k = rotary(k, positions, layer_theta, layer_scaling, fraction)
         heads = []
         for head in range(nh):
             kv = head // (nh // nkv)
@@ -250,8 +273,12 @@ def forward(cfg, w, ids, offset):
         else:
             x = x + attn
             m = norm(x, w[p + "post_attention_layernorm.weight"])
-        gate = m @ w[p + "mlp.gate_proj.weight"].T
-        up = m @ w[p + "mlp.up_proj.weight"].T
+        if fused(cfg):
+            both = m @ w[p + "mlp.gate_up_proj.weight"].T
+            gate, up = both[..., :both.shape[-1] // 2], both[..., both.shape[-1] // 2:]
+        else:
+            gate = m @ w[p + "mlp.gate_proj.weight"].T
+            up = m @ w[p + "mlp.up_proj.weight"].T
         act = cfg.get("hidden_activation", "gelu_pytorch_tanh") if gemma else cfg.get("hidden_act", "silu")
         gated = gelu_tanh(gate) if act == "gelu_pytorch_tanh" else gate / (1.0 + torch.exp(-gate))
         mlp = (gated * up) @ w[p + "mlp.down_proj.weight"].T
