@@ -1,6 +1,6 @@
 #pragma once
-// Configuration of a LLaMA-family causal LM (model_type llama, mistral, qwen2, qwen3, gemma2 or gemma3_text),
-// read from a Hugging Face style config.json. Torch-free: the planner, the CLI and the UI read it without
+// Configuration of a LLaMA-family causal LM (model_type llama, mistral, qwen2, qwen3, gemma2, gemma3_text or
+// phi3), read from a Hugging Face style config.json. Torch-free: the planner, the CLI and the UI read it without
 // compiling torch headers. Keys a config.json omits take the defaults of that model_type's transformers
 // config class.
 
@@ -30,7 +30,7 @@ struct RopeScaling {
 /// per model_type in llamaconfig.cpp and read through the has...() functions; what a config chooses
 /// (soft-caps, per-layer windows and rotary bases) is a field here.
 struct LlamaConfig {
-    std::string modelType = "llama"; ///< "llama", "mistral", "qwen2", "qwen3", "gemma2" or "gemma3_text"
+    std::string modelType = "llama"; ///< "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3_text", "phi3"
     int64_t vocabSize = 32000;
     int64_t hiddenSize = 4096;
     int64_t intermediateSize = 11008;
@@ -115,8 +115,8 @@ struct LlamaConfig {
     /// bad rope_scaling values) or the model_type is not one of the family's.
     void validate(const std::string &source) const;
 
-    /// Parses a config.json object of model_type llama, mistral, qwen2, qwen3, gemma2 or gemma3_text (missing
-    /// = llama). Unknown keys are ignored; features the model does not implement (another model_type, the
+    /// Parses a config.json object of model_type llama, mistral, qwen2, qwen3, gemma2, gemma3_text or phi3
+    /// (missing = llama). Unknown keys are ignored; features the model does not implement (another model_type, the
     /// multimodal gemma3, rope_scaling other than linear and llama3, mlp_bias, another hidden_act, qwen2's
     /// use_sliding_window, qwen3's sliding layers, gemma3's bidirectional attention, ...) are refused by
     /// name. `source` names the file.
@@ -128,7 +128,7 @@ struct LlamaConfig {
 };
 
 /// Whether the engine's LLaMA-family model runs this model_type ("llama", "mistral", "qwen2", "qwen3",
-/// "gemma2", "gemma3_text").
+/// "gemma2", "gemma3_text", "phi3").
 bool isLlamaFamily(const std::string &modelType);
 
 /// The built-in demo model: ~1.97 M parameters (tied embeddings), a loss that falls visibly within a minute on 2 cores.

@@ -1,8 +1,9 @@
 #pragma once
 // The LLaMA-architecture causal LM in libtorch, which also runs Mistral (sliding-window attention),
 // Qwen2 (q/k/v biases), Qwen3 (per-head q/k RMSNorm), Gemma 2 and Gemma 3 text configs (norms with an
-// offset, four norms per layer, GeGLU, scaled embeddings, soft-caps, local and global layers): each
-// difference is declared by LlamaConfig and read here, one implementation for all. Engine-internal: only torch code
+// offset, four norms per layer, GeGLU, scaled embeddings, soft-caps, local and global layers) and Phi-3
+// (fused qkv_proj and gate_up_proj, partial rotary): each difference is declared by LlamaConfig and read
+// here, one implementation for all. Engine-internal: only torch code
 // (the trainer, the torch tests) includes this header. Parameter names and order equal Hugging Face's
 // and moduleTreeFromConfig's.
 //
