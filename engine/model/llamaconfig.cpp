@@ -66,16 +66,32 @@ void refuseTrue(const json &object, const char *key, const std::string &source, 
 struct FamilyMember {
     const char *modelType;
     const char *classPrefix;   // transformers' class names: <prefix>ForCausalLM, <prefix>Attention, ...
+    const char *modelClass;    // the decoder stack's class when not <prefix>Model (Gemma3TextModel)
     bool alwaysQkvBias;        // q/k/v biases whatever attention_bias says (qwen2)
     bool attentionBiasKey;     // the config class has attention_bias (biases on q, k, v and o)
-    bool qkNorm;               // per-head RMSNorm of q and k before rotary (qwen3)
+    bool qkNorm;               // per-head RMSNorm of q and k before rotary (qwen3, gemma3)
+    bool normOffset;           // RMSNorm x * (1 + w), w initialized 0 (gemma)
+    bool feedforwardNorms;     // pre/post feed-forward norms; post_attention_layernorm on the attention output (gemma)
+    bool scaledEmbedding;      // embeddings times sqrt(hidden_size) (gemma)
+    bool slidingWindowKey;     // the config class's sliding_window applies to its sliding layers (mistral, gemma)
+    const char *activationKey; // the MLP activation's key: hidden_act, or gemma's hidden_activation
+    const char *embeddingClass; // model.embed_tokens' class when not nn.Embedding (holds an embed_scale buffer)
+    bool fusedProjections;      // one qkv_proj (registered after o_proj) and one gate_up_proj (phi3)
+    bool partialRotary;         // the config class has partial_rotary_factor (phi3)
 };
 
 constexpr FamilyMember kFamily[] = {
-    {"llama", "Llama", false, true, false},
-    {"mistral", "Mistral", false, false, false},
-    {"qwen2", "Qwen2", true, false, false},
-    {"qwen3", "Qwen3", false, true, true},
+    {"llama", "Llama", nullptr, false, true, false, false, false, false, false, "hidden_act", nullptr, false, false},
+    {"mistral", "Mistral", nullptr, false, false, false, false, false, false, true, "hidden_act", nullptr, false, false},
+    {"qwen2", "Qwen2", nullptr, true, false, false, false, false, false, false, "hidden_act", nullptr, false, false},
+    {"qwen3", "Qwen3", nullptr, false, true, true, false, false, false, false, "hidden_act", nullptr, false, false},
+    // Gemma2Model multiplies by a normalizer in forward; Gemma3TextModel's embedding holds it as a buffer.
+    {"gemma2", "Gemma2", nullptr, false, true, false, true, true, true, true, "hidden_activation", nullptr, false,
+     false},
+    {"gemma3_text", "Gemma3", "Gemma3TextModel", false, true, true, true, true, true, true, "hidden_activation",
+     "Gemma3TextScaledWordEmbedding", false, false},
+    // Phi3Attention registers o_proj before qkv_proj; Phi3MLP gate_up_proj (gate rows first), down_proj.
+    {"phi3", "Phi3", nullptr, false, false, false, false, false, false, true, "hidden_act", nullptr, true, true},
 };
 
 const FamilyMember *familyMember(const std::string &modelType)
@@ -159,6 +175,38 @@ LlamaConfig classDefaults(const std::string &modelType)
     // Qwen3Config's head_dim defaults to 128, not hidden_size / num_attention_heads.
     if (modelType == "qwen3")
         config.headDim = 128;
+    if (modelType == "phi3") {
+        config.vocabSize = 32064;
+        config.hiddenSize = 3072;
+        config.intermediateSize = 8192;
+        config.maxPositionEmbeddings = 4096;
+        config.rmsNormEps = 1e-5;
+        config.eosTokenId = 32000;
+    }
+    if (modelType == "gemma2" || modelType == "gemma3_text") {
+        config.vocabSize = modelType == "gemma2" ? 256000 : 262208;
+        config.hiddenSize = 2304;
+        config.intermediateSize = 9216;
+        config.numHiddenLayers = 26;
+        config.numAttentionHeads = 8;
+        config.numKeyValueHeads = 4;
+        config.headDim = 256;
+        config.maxPositionEmbeddings = modelType == "gemma2" ? 8192 : 131072;
+        config.ropeTheta = modelType == "gemma2" ? 10000.0 : 1000000.0;
+        config.tieWordEmbeddings = true;
+        config.hiddenAct = "gelu_pytorch_tanh";
+        config.bosTokenId = 2;
+        config.eosTokenId = 1;
+        config.queryPreAttnScalar = 256;
+        config.slidingWindow = 4096;
+        config.slidingWindowPattern = modelType == "gemma2" ? 2 : 6; // gemma2: even layers slide
+        if (modelType == "gemma2") {
+            config.attnLogitSoftcapping = 50.0;
+            config.finalLogitSoftcapping = 30.0;
+        } else {
+            config.ropeLocalBaseFreq = 10000.0;
+        }
+    }
     return config;
 }
 
@@ -227,6 +275,87 @@ void readRope(const json &object, LlamaConfig &config, const std::string &source
     }
 }
 
+// A number or null (0 = off) for a soft-cap; a cap must be positive.
+void readSoftcap(const json &object, const char *key, double &out, const std::string &source)
+{
+    const auto it = object.find(key);
+    if (it == object.end())
+        return;
+    if (it->is_null()) {
+        out = 0;
+        return;
+    }
+    readDouble(object, key, out, source);
+    if (!(out > 0.0 && std::isfinite(out)))
+        throw fieldError(source, key, "is " + it->dump() + ", must be a positive number or null");
+}
+
+// layer_types: one "sliding_attention" or "full_attention" per layer.
+void readLayerTypes(const json &object, LlamaConfig &config, const std::string &source)
+{
+    const auto it = object.find("layer_types");
+    if (it == object.end() || it->is_null())
+        return;
+    if (!it->is_array())
+        throw fieldError(source, "layer_types", "must be a list of strings, got " + describe(*it));
+    config.layerTypes.clear();
+    for (const json &kind : *it) {
+        if (kind != "sliding_attention" && kind != "full_attention") {
+            throw fieldError(source, "layer_types",
+                             "holds " + kind.dump() + ": only \"sliding_attention\" and \"full_attention\" are supported");
+        }
+        config.layerTypes.push_back(kind.get<std::string>());
+    }
+}
+
+// Gemma3TextConfig's rope_parameters of transformers 5: one set per layer type. The full layers' set holds
+// rope_theta and the scaling; the sliding layers' only their base (default RoPE), as rope_local_base_freq.
+void readGemma3RopeParameters(const json &parameters, LlamaConfig &config, const std::string &source)
+{
+    for (const auto &[kind, set] : parameters.items()) {
+        if (kind != "full_attention" && kind != "sliding_attention")
+            throw fieldError(source, "rope_parameters." + kind, "is not a layer type (full_attention, sliding_attention)");
+        if (!set.is_object())
+            throw fieldError(source, "rope_parameters." + kind, "must be an object, got " + describe(set));
+    }
+    if (const auto full = parameters.find("full_attention"); full != parameters.end())
+        readRope(json{{"rope_parameters", *full}}, config, source);
+    if (const auto local = parameters.find("sliding_attention"); local != parameters.end()) {
+        std::string type = "default";
+        readString(*local, "rope_type", type, source);
+        if (type != "default") {
+            throw fieldError(source, "rope_parameters.sliding_attention.rope_type",
+                             "is \"" + type + "\": only default RoPE on the sliding layers is supported");
+        }
+        readDouble(*local, "rope_theta", config.ropeLocalBaseFreq, source);
+    }
+}
+
+// What Gemma2Config and Gemma3TextConfig add: soft-caps, the query scale, which layers slide and gemma3's
+// local rotary base. Keys that would change the maths and are not implemented are refused by name.
+void readGemma(const json &object, LlamaConfig &config, const std::string &source)
+{
+    readDouble(object, "query_pre_attn_scalar", config.queryPreAttnScalar, source);
+    readSoftcap(object, "attn_logit_softcapping", config.attnLogitSoftcapping, source);
+    readSoftcap(object, "final_logit_softcapping", config.finalLogitSoftcapping, source);
+    readLayerTypes(object, config, source);
+    if (config.modelType != "gemma3_text")
+        return;
+    // Gemma3Attention does not pass attn_logit_softcapping on to its attention in current transformers.
+    if (config.attnLogitSoftcapping != 0) {
+        throw fieldError(source, "attn_logit_softcapping",
+                         "is set: Gemma3's attention logit soft-capping is not supported (transformers' Gemma3Attention "
+                         "does not apply it)");
+    }
+    readDouble(object, "rope_local_base_freq", config.ropeLocalBaseFreq, source);
+    if (object.contains("sliding_window_pattern"))
+        readInt(object, "sliding_window_pattern", config.slidingWindowPattern, source);
+    else if (object.contains("_sliding_window_pattern"))
+        readInt(object, "_sliding_window_pattern", config.slidingWindowPattern, source);
+    checkRange(source, "sliding_window_pattern", config.slidingWindowPattern, 1, kMaxLayers);
+    refuseTrue(object, "use_bidirectional_attention", source, "Gemma3's bidirectional attention");
+}
+
 } // namespace
 
 int64_t LlamaConfig::effectiveHeadDim() const
@@ -251,15 +380,73 @@ bool LlamaConfig::hasQkNorm() const
     return memberOf(modelType).qkNorm;
 }
 
+bool LlamaConfig::hasFusedProjections() const
+{
+    return memberOf(modelType).fusedProjections;
+}
+
+int64_t LlamaConfig::rotaryDim() const
+{
+    return static_cast<int64_t>(static_cast<double>(effectiveHeadDim()) * partialRotaryFactor);
+}
+
+bool LlamaConfig::hasNormOffset() const
+{
+    return memberOf(modelType).normOffset;
+}
+
+bool LlamaConfig::hasFeedforwardNorms() const
+{
+    return memberOf(modelType).feedforwardNorms;
+}
+
+double LlamaConfig::embeddingScale() const
+{
+    return memberOf(modelType).scaledEmbedding ? std::sqrt(static_cast<double>(hiddenSize)) : 1.0;
+}
+
+std::string LlamaConfig::embeddingClassName() const
+{
+    const char *name = memberOf(modelType).embeddingClass;
+    return name ? name : "Embedding";
+}
+
+double LlamaConfig::attentionScale() const
+{
+    const double scalar = queryPreAttnScalar > 0 ? queryPreAttnScalar : static_cast<double>(effectiveHeadDim());
+    return 1.0 / std::sqrt(scalar);
+}
+
+bool LlamaConfig::isSlidingLayer(int64_t layer) const
+{
+    if (!layerTypes.empty())
+        return layer >= 0 && layer < static_cast<int64_t>(layerTypes.size()) && layerTypes[layer] == "sliding_attention";
+    if (slidingWindowPattern > 0)
+        return (layer + 1) % slidingWindowPattern != 0;
+    return true;
+}
+
 int64_t LlamaConfig::attentionWindow(int64_t layer) const
 {
-    (void)layer; // every layer of the architectures implemented so far has the same window
-    return slidingWindow;
+    return isSlidingLayer(layer) ? slidingWindow : 0;
+}
+
+double LlamaConfig::rotaryBase(int64_t layer) const
+{
+    return ropeLocalBaseFreq > 0 && isSlidingLayer(layer) ? ropeLocalBaseFreq : ropeTheta;
+}
+
+RopeScaling LlamaConfig::rotaryScaling(int64_t layer) const
+{
+    return ropeLocalBaseFreq > 0 && isSlidingLayer(layer) ? RopeScaling{} : ropeScaling;
 }
 
 std::string LlamaConfig::className(const std::string &suffix) const
 {
-    return memberOf(modelType).classPrefix + suffix;
+    const FamilyMember &member = memberOf(modelType);
+    if (suffix == "Model" && member.modelClass)
+        return member.modelClass;
+    return member.classPrefix + suffix;
 }
 
 bool isLlamaFamily(const std::string &modelType)
@@ -274,8 +461,9 @@ int64_t LlamaConfig::parameterCount() const
     const int64_t kvWidth = numKeyValueHeads * head;
     const int64_t attention = hiddenSize * qWidth + 2 * hiddenSize * kvWidth + qWidth * hiddenSize
         + (hasQkvBias() ? qWidth + 2 * kvWidth : 0) + (hasOutputBias() ? hiddenSize : 0);
+    // phi3's fused qkv_proj and gate_up_proj hold as many weights as the separate projections.
     const int64_t mlp = 3 * hiddenSize * intermediateSize + (mlpBias ? 2 * intermediateSize + hiddenSize : 0);
-    const int64_t norms = 2 * hiddenSize + (hasQkNorm() ? 2 * head : 0);
+    const int64_t norms = (hasFeedforwardNorms() ? 4 : 2) * hiddenSize + (hasQkNorm() ? 2 * head : 0);
     const int64_t embeddings = vocabSize * hiddenSize;
     return embeddings + numHiddenLayers * (attention + mlp + norms) + hiddenSize
         + (tieWordEmbeddings ? 0 : embeddings);
@@ -319,6 +507,11 @@ void LlamaConfig::validate(const std::string &source) const
                          "gives a head dimension of " + std::to_string(head)
                              + ", which must be even for rotary position embeddings");
     }
+    if (!(partialRotaryFactor > 0.0 && partialRotaryFactor <= 1.0) || rotaryDim() < 2 || rotaryDim() % 2 != 0) {
+        throw fieldError(source, "partial_rotary_factor",
+                         "is " + std::to_string(partialRotaryFactor) + ": the rotary part of head_dim "
+                             + std::to_string(head) + " must be a positive even number of dimensions");
+    }
     if (numAttentionHeads * head > kMaxHidden) {
         throw fieldError(source, "head_dim",
                          "times num_attention_heads is " + std::to_string(numAttentionHeads * head)
@@ -333,12 +526,28 @@ void LlamaConfig::validate(const std::string &source) const
         throw fieldError(source, "initializer_range",
                          "is " + std::to_string(initializerRange) + ", must be between 0 and 10");
     }
-    if (hiddenAct != "silu")
-        throw fieldError(source, "hidden_act", "is \"" + hiddenAct + "\": only \"silu\" is supported");
+    const char *activationKey = memberOf(modelType).activationKey;
+    if (hiddenAct != "silu" && hiddenAct != "gelu_pytorch_tanh") {
+        throw fieldError(source, activationKey,
+                         "is \"" + hiddenAct + "\": only \"silu\" and \"gelu_pytorch_tanh\" are supported");
+    }
     if (slidingWindow != 0) {
-        if (modelType != "mistral")
-            throw fieldError(source, "sliding_window", "is set: only mistral's sliding window is supported");
+        if (!memberOf(modelType).slidingWindowKey)
+            throw fieldError(source, "sliding_window", "is set: only mistral's and gemma's sliding windows are supported");
         checkRange(source, "sliding_window", slidingWindow, 1, kMaxPositions);
+    }
+    checkRange(source, "sliding_window_pattern", slidingWindowPattern, 0, kMaxLayers);
+    if (!layerTypes.empty() && static_cast<int64_t>(layerTypes.size()) != numHiddenLayers) {
+        throw fieldError(source, "layer_types",
+                         "holds " + std::to_string(layerTypes.size()) + " entries for " + std::to_string(numHiddenLayers)
+                             + " layers");
+    }
+    for (const auto &[field, value] : {std::pair<const char *, double>{"query_pre_attn_scalar", queryPreAttnScalar},
+                                       {"attn_logit_softcapping", attnLogitSoftcapping},
+                                       {"final_logit_softcapping", finalLogitSoftcapping},
+                                       {"rope_local_base_freq", ropeLocalBaseFreq}}) {
+        if (!(value >= 0.0 && std::isfinite(value)))
+            throw fieldError(source, field, "is " + std::to_string(value) + ", must be a positive number");
     }
     if (!ropeScaling.type.empty()) {
         const RopeScaling &rope = ropeScaling;
@@ -375,12 +584,18 @@ LlamaConfig LlamaConfig::fromJson(const json &object, const std::string &source)
     readString(object, "model_type", modelType, source);
     if (modelType.empty())
         modelType = "llama";
+    if (modelType == "gemma3") {
+        throw fieldError(source, "model_type",
+                         "is \"gemma3\": the multimodal Gemma3ForConditionalGeneration (its text_config inside) is not "
+                         "supported yet; a text-only Gemma 3 folder has model_type \"gemma3_text\"");
+    }
     if (!isSupportedType(modelType)) {
         throw fieldError(source, "model_type",
                          "is \"" + modelType + "\": " + modelType
                              + " is not supported yet (supported: " + supportedList() + ")");
     }
     LlamaConfig config = classDefaults(modelType);
+    const FamilyMember &member = memberOf(modelType);
 
     readInt(object, "vocab_size", config.vocabSize, source);
     readInt(object, "hidden_size", config.hiddenSize, source);
@@ -388,7 +603,7 @@ LlamaConfig LlamaConfig::fromJson(const json &object, const std::string &source)
     readInt(object, "num_hidden_layers", config.numHiddenLayers, source);
     readInt(object, "num_attention_heads", config.numAttentionHeads, source);
     // Missing: the class default (mistral 8, else num_attention_heads); null: num_attention_heads.
-    if (modelType != "mistral")
+    if (modelType != "mistral" && !member.scaledEmbedding) // gemma's default is 4 as mistral's 8
         config.numKeyValueHeads = config.numAttentionHeads;
     if (const auto it = object.find("num_key_value_heads"); it != object.end() && it->is_null())
         config.numKeyValueHeads = config.numAttentionHeads;
@@ -401,9 +616,14 @@ LlamaConfig LlamaConfig::fromJson(const json &object, const std::string &source)
     readInt(object, "max_position_embeddings", config.maxPositionEmbeddings, source);
     readDouble(object, "rms_norm_eps", config.rmsNormEps, source);
     readDouble(object, "rope_theta", config.ropeTheta, source);
-    readRope(object, config, source);
+    const auto ropeParameters = object.find("rope_parameters");
+    if (modelType == "gemma3_text" && ropeParameters != object.end() && ropeParameters->is_object()
+        && (ropeParameters->contains("full_attention") || ropeParameters->contains("sliding_attention")))
+        readGemma3RopeParameters(*ropeParameters, config, source);
+    else
+        readRope(object, config, source);
     readBool(object, "tie_word_embeddings", config.tieWordEmbeddings, source);
-    readString(object, "hidden_act", config.hiddenAct, source);
+    readString(object, member.activationKey, config.hiddenAct, source); // gemma reads hidden_activation only
     readTokenId(object, "bos_token_id", config.bosTokenId, source);
     readTokenId(object, "eos_token_id", config.eosTokenId, source);
     readDouble(object, "initializer_range", config.initializerRange, source);
@@ -423,7 +643,7 @@ LlamaConfig LlamaConfig::fromJson(const json &object, const std::string &source)
                                                          : " has no biases"));
         }
     }
-    if (modelType == "mistral") {
+    if (member.slidingWindowKey) {
         if (const auto it = object.find("sliding_window"); it != object.end() && it->is_null())
             config.slidingWindow = 0;
         else if (object.contains("sliding_window")) {
@@ -435,9 +655,19 @@ LlamaConfig LlamaConfig::fromJson(const json &object, const std::string &source)
         refuseTrue(object, "use_sliding_window", source, "Qwen2's sliding-window attention layers");
     if (modelType == "qwen3")
         refuseQwen3SlidingLayers(object, config.numHiddenLayers, source);
+    if (member.scaledEmbedding)
+        readGemma(object, config, source);
     if (modelType != "llama")
         refuseTrue(object, "mlp_bias", source, "a bias on the MLP projections (only llama's config has mlp_bias)");
-    if (const auto it = object.find("partial_rotary_factor"); it != object.end() && !it->is_null()) {
+    if (member.partialRotary) {
+        readDouble(object, "partial_rotary_factor", config.partialRotaryFactor, source);
+        for (const char *key : {"resid_pdrop", "embd_pdrop"}) {
+            double rate = 0;
+            readDouble(object, key, rate, source);
+            if (rate != 0.0)
+                throw fieldError(source, key, "is " + object.at(key).dump() + ": Phi-3's residual and embedding dropout are not supported yet");
+        }
+    } else if (const auto it = object.find("partial_rotary_factor"); it != object.end() && !it->is_null()) {
         if (!it->is_number())
             throw fieldError(source, "partial_rotary_factor", "must be a number, got " + describe(*it));
         if (it->get<double>() != 1.0)
@@ -500,6 +730,26 @@ json LlamaConfig::toJson() const
         object["sliding_window"] = slidingWindow > 0 ? json(slidingWindow) : json(nullptr);
     } else if (type == "qwen2" || type == "qwen3") {
         object["use_sliding_window"] = false;
+    }
+    if (memberOf(type).partialRotary) {
+        object["partial_rotary_factor"] = partialRotaryFactor;
+        object["sliding_window"] = slidingWindow > 0 ? json(slidingWindow) : json(nullptr);
+        object["resid_pdrop"] = 0.0;
+        object["embd_pdrop"] = 0.0;
+    }
+    if (memberOf(type).scaledEmbedding) {
+        object.erase("hidden_act");
+        object["hidden_activation"] = hiddenAct;
+        object["query_pre_attn_scalar"] = queryPreAttnScalar > 0 ? queryPreAttnScalar : double(effectiveHeadDim());
+        object["attn_logit_softcapping"] = attnLogitSoftcapping > 0 ? json(attnLogitSoftcapping) : json(nullptr);
+        object["final_logit_softcapping"] = finalLogitSoftcapping > 0 ? json(finalLogitSoftcapping) : json(nullptr);
+        object["sliding_window"] = slidingWindow > 0 ? json(slidingWindow) : json(nullptr);
+        json kinds = json::array();
+        for (int64_t i = 0; i < numHiddenLayers; ++i)
+            kinds.push_back(isSlidingLayer(i) ? "sliding_attention" : "full_attention");
+        object["layer_types"] = kinds;
+        if (type == "gemma3_text")
+            object["rope_local_base_freq"] = ropeLocalBaseFreq;
     }
     object["bos_token_id"] = bosTokenId >= 0 ? json(bosTokenId) : json(nullptr);
     object["eos_token_id"] = eosTokenId >= 0 ? json(eosTokenId) : json(nullptr);

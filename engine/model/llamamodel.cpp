@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numbers>
 #include <string>
 #include <string_view>
@@ -59,12 +60,10 @@ torch::Tensor reverseDivide(double scalar, const torch::Tensor &tensor)
 // transformers' rotary inverse frequencies in float32: the default ones, divided by the factor for
 // "linear" (the same as dividing the positions), or rescaled per wavelength for "llama3"
 // (_compute_llama3_parameters, step for step).
-torch::Tensor inverseFrequencies(const LlamaConfig &config)
+torch::Tensor inverseFrequencies(int64_t dim, double base, const RopeScaling &rope)
 {
-    const int64_t dim = config.effectiveHeadDim();
     const torch::Tensor exponents = torch::arange(0, dim, 2, torch::kInt64).to(torch::kFloat32) / dim;
-    const torch::Tensor invFreq = reverseDivide(1.0, torch::pow(config.ropeTheta, exponents));
-    const RopeScaling &rope = config.ropeScaling;
+    const torch::Tensor invFreq = reverseDivide(1.0, torch::pow(base, exponents));
     if (rope.type == "linear")
         return invFreq / rope.factor;
     if (rope.type != "llama3")
@@ -84,9 +83,14 @@ torch::Tensor inverseFrequencies(const LlamaConfig &config)
 }
 
 // HF's `x * cos + rotate_half(x) * sin` with cos/sin halves equal: the same values with fewer temporaries.
+// Tables narrower than the head (phi3's partial_rotary_factor) rotate its first dimensions only.
 torch::Tensor applyRotary(const torch::Tensor &x, const RotaryTables &rotary)
 {
-    const int64_t half = x.size(-1) / 2;
+    const int64_t half = rotary.cos.size(-1);
+    if (2 * half < x.size(-1)) {
+        const torch::Tensor rotated = applyRotary(x.narrow(-1, 0, 2 * half), rotary);
+        return torch::cat({rotated, x.narrow(-1, 2 * half, x.size(-1) - 2 * half)}, -1);
+    }
     const torch::Tensor x1 = x.narrow(-1, 0, half);
     const torch::Tensor x2 = x.narrow(-1, half, half);
     return torch::cat({x1 * rotary.cos - x2 * rotary.sin, x2 * rotary.cos + x1 * rotary.sin}, -1);
@@ -132,33 +136,45 @@ void KvCache::clear()
     values.clear();
 }
 
-LlamaRmsNormImpl::LlamaRmsNormImpl(int64_t size, double eps)
+LlamaRmsNormImpl::LlamaRmsNormImpl(int64_t size, double eps, bool offset)
     : m_eps(eps)
+    , m_offset(offset)
 {
-    weight = register_parameter("weight", t_unloaded ? placeholder({size}) : torch::ones({size}));
+    weight = register_parameter("weight", t_unloaded ? placeholder({size})
+                                                     : (offset ? torch::zeros({size}) : torch::ones({size})));
 }
 
 torch::Tensor LlamaRmsNormImpl::forward(const torch::Tensor &x)
 {
     const torch::Tensor xf = x.to(atLeastFloat32(x.scalar_type()));
     const torch::Tensor variance = xf.pow(2).mean(-1, /*keepdim=*/true);
-    return weight * (xf * torch::rsqrt(variance + m_eps)).to(x.scalar_type());
+    const torch::Tensor normed = xf * torch::rsqrt(variance + m_eps);
+    if (m_offset) // Gemma: the product in float32, then the cast (Llama casts first)
+        return (normed * (1.0 + weight.to(normed.scalar_type()))).to(x.scalar_type());
+    return weight * normed.to(x.scalar_type());
 }
 
 LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig &config)
     : m_heads(config.numAttentionHeads)
     , m_kvHeads(config.numKeyValueHeads)
     , m_headDim(config.effectiveHeadDim())
+    , m_scale(config.attentionScale())
+    , m_softcap(config.attnLogitSoftcapping)
 {
     const int64_t hidden = config.hiddenSize;
+    if (config.hasFusedProjections()) { // Phi3Attention's order
+        o_proj = register_module("o_proj", makeLinear(m_heads * m_headDim, hidden));
+        qkv_proj = register_module("qkv_proj", makeLinear(hidden, (m_heads + 2 * m_kvHeads) * m_headDim));
+        return;
+    }
     const bool qkvBias = config.hasQkvBias();
     q_proj = register_module("q_proj", makeLinear(hidden, m_heads * m_headDim, qkvBias));
     k_proj = register_module("k_proj", makeLinear(hidden, m_kvHeads * m_headDim, qkvBias));
     v_proj = register_module("v_proj", makeLinear(hidden, m_kvHeads * m_headDim, qkvBias));
     o_proj = register_module("o_proj", makeLinear(m_heads * m_headDim, hidden, config.hasOutputBias()));
     if (config.hasQkNorm()) {
-        q_norm = register_module("q_norm", LlamaRmsNorm(m_headDim, config.rmsNormEps));
-        k_norm = register_module("k_norm", LlamaRmsNorm(m_headDim, config.rmsNormEps));
+        q_norm = register_module("q_norm", LlamaRmsNorm(m_headDim, config.rmsNormEps, config.hasNormOffset()));
+        k_norm = register_module("k_norm", LlamaRmsNorm(m_headDim, config.rmsNormEps, config.hasNormOffset()));
     }
 }
 
@@ -181,10 +197,22 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor &x, const RotaryTa
     const int64_t length = x.size(1);
     const int64_t groups = m_heads / m_kvHeads;
 
-    LlamaRmsNorm noNorm{nullptr};
-    const torch::Tensor q = applyRotary(projectHeads("q_proj", q_proj, m_qLora, "q_norm", q_norm, x, m_heads), rotary);
-    const torch::Tensor k = applyRotary(projectHeads("k_proj", k_proj, m_kLora, "k_norm", k_norm, x, m_kvHeads), rotary);
-    const torch::Tensor v = projectHeads("v_proj", v_proj, m_vLora, "", noNorm, x, m_kvHeads);
+    torch::Tensor qHeads, kHeads, v;
+    if (qkv_proj) { // phi3: rows q, k, v of one projection
+        const torch::Tensor qkv = inScope("qkv_proj", [&] { return linearWithLora(qkv_proj, m_qkvLora, x, is_training()); });
+        const int64_t qWidth = m_heads * m_headDim;
+        const int64_t kvWidth = m_kvHeads * m_headDim;
+        qHeads = qkv.narrow(-1, 0, qWidth).reshape({batch, length, m_heads, m_headDim});
+        kHeads = qkv.narrow(-1, qWidth, kvWidth).reshape({batch, length, m_kvHeads, m_headDim});
+        v = qkv.narrow(-1, qWidth + kvWidth, kvWidth).reshape({batch, length, m_kvHeads, m_headDim});
+    } else {
+        LlamaRmsNorm noNorm{nullptr};
+        qHeads = projectHeads("q_proj", q_proj, m_qLora, "q_norm", q_norm, x, m_heads);
+        kHeads = projectHeads("k_proj", k_proj, m_kLora, "k_norm", k_norm, x, m_kvHeads);
+        v = projectHeads("v_proj", v_proj, m_vLora, "", noNorm, x, m_kvHeads);
+    }
+    const torch::Tensor q = applyRotary(qHeads, rotary);
+    const torch::Tensor k = applyRotary(kHeads, rotary);
 
     // Query heads of one kv group stacked along rows: [B*kv, groups*T, D]. Head h uses kv head
     // h / groups, as transformers' repeat_kv, without materializing repeated keys and values.
@@ -202,11 +230,8 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor &x, const RotaryTa
         *pastValues = v3;
     }
 
-    const double scale = 1.0 / std::sqrt(static_cast<double>(m_headDim));
-    const torch::Tensor scores = mask.defined() ? torch::baddbmm(mask, q3, k3.transpose(1, 2), 1.0, scale)
-                                                : torch::bmm(q3, k3.transpose(1, 2)) * scale;
-    const torch::Tensor probs =
-        torch::softmax(scores, -1, atLeastFloat32(scores.scalar_type())).to(q3.scalar_type());
+    const torch::Tensor s = scores(q3, k3, mask);
+    const torch::Tensor probs = torch::softmax(s, -1, atLeastFloat32(s.scalar_type())).to(q3.scalar_type());
     const torch::Tensor out = torch::bmm(probs, v3)
                                   .view({batch, m_kvHeads, groups, length, m_headDim})
                                   .permute({0, 3, 1, 2, 4})
@@ -214,8 +239,25 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor &x, const RotaryTa
     return inScope("o_proj", [&] { return linearWithLora(o_proj, m_oLora, out, is_training()); });
 }
 
+torch::Tensor LlamaAttentionImpl::scores(const torch::Tensor &q3, const torch::Tensor &k3,
+                                         const torch::Tensor &mask) const
+{
+    if (m_softcap <= 0) {
+        return mask.defined() ? torch::baddbmm(mask, q3, k3.transpose(1, 2), 1.0, m_scale)
+                              : torch::bmm(q3, k3.transpose(1, 2)) * m_scale;
+    }
+    // Gemma 2: tanh(s / cap) * cap on the scaled scores, the mask added after.
+    const torch::Tensor capped = torch::tanh(torch::bmm(q3, k3.transpose(1, 2)) * m_scale / m_softcap) * m_softcap;
+    return mask.defined() ? capped + mask : capped;
+}
+
 void LlamaAttentionImpl::collectLinearSites(const std::string &prefix, std::vector<LinearSite> &sites)
 {
+    if (qkv_proj) {
+        sites.push_back({prefix + "o_proj", o_proj, &m_oLora});
+        sites.push_back({prefix + "qkv_proj", qkv_proj, &m_qkvLora});
+        return;
+    }
     sites.push_back({prefix + "q_proj", q_proj, &m_qLora});
     sites.push_back({prefix + "k_proj", k_proj, &m_kLora});
     sites.push_back({prefix + "v_proj", v_proj, &m_vLora});
@@ -223,7 +265,13 @@ void LlamaAttentionImpl::collectLinearSites(const std::string &prefix, std::vect
 }
 
 LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig &config)
+    : m_gelu(config.hiddenAct == "gelu_pytorch_tanh")
 {
+    if (config.hasFusedProjections()) {
+        gate_up_proj = register_module("gate_up_proj", makeLinear(config.hiddenSize, 2 * config.intermediateSize));
+        down_proj = register_module("down_proj", makeLinear(config.intermediateSize, config.hiddenSize));
+        return;
+    }
     gate_proj = register_module("gate_proj", makeLinear(config.hiddenSize, config.intermediateSize, config.mlpBias));
     up_proj = register_module("up_proj", makeLinear(config.hiddenSize, config.intermediateSize, config.mlpBias));
     down_proj = register_module("down_proj", makeLinear(config.intermediateSize, config.hiddenSize, config.mlpBias));
@@ -231,13 +279,28 @@ LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig &config)
 
 torch::Tensor LlamaMlpImpl::forward(const torch::Tensor &x)
 {
-    const torch::Tensor gate = inScope("gate_proj", [&] { return linearWithLora(gate_proj, m_gateLora, x, is_training()); });
-    const torch::Tensor up = inScope("up_proj", [&] { return linearWithLora(up_proj, m_upLora, x, is_training()); });
-    return inScope("down_proj", [&] { return linearWithLora(down_proj, m_downLora, torch::silu(gate) * up, is_training()); });
+    torch::Tensor gate, up;
+    if (gate_up_proj) { // phi3: gate rows, then up rows
+        const torch::Tensor both =
+            inScope("gate_up_proj", [&] { return linearWithLora(gate_up_proj, m_gateUpLora, x, is_training()); });
+        const int64_t width = both.size(-1) / 2;
+        gate = both.narrow(-1, 0, width);
+        up = both.narrow(-1, width, width);
+    } else {
+        gate = inScope("gate_proj", [&] { return linearWithLora(gate_proj, m_gateLora, x, is_training()); });
+        up = inScope("up_proj", [&] { return linearWithLora(up_proj, m_upLora, x, is_training()); });
+    }
+    const torch::Tensor activated = m_gelu ? torch::gelu(gate, "tanh") : torch::silu(gate);
+    return inScope("down_proj", [&] { return linearWithLora(down_proj, m_downLora, activated * up, is_training()); });
 }
 
 void LlamaMlpImpl::collectLinearSites(const std::string &prefix, std::vector<LinearSite> &sites)
 {
+    if (gate_up_proj) {
+        sites.push_back({prefix + "gate_up_proj", gate_up_proj, &m_gateUpLora});
+        sites.push_back({prefix + "down_proj", down_proj, &m_downLora});
+        return;
+    }
     sites.push_back({prefix + "gate_proj", gate_proj, &m_gateLora});
     sites.push_back({prefix + "up_proj", up_proj, &m_upLora});
     sites.push_back({prefix + "down_proj", down_proj, &m_downLora});
@@ -247,9 +310,13 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig &config)
 {
     self_attn = register_module("self_attn", LlamaAttention(config));
     mlp = register_module("mlp", LlamaMlp(config));
-    input_layernorm = register_module("input_layernorm", LlamaRmsNorm(config.hiddenSize, config.rmsNormEps));
-    post_attention_layernorm =
-        register_module("post_attention_layernorm", LlamaRmsNorm(config.hiddenSize, config.rmsNormEps));
+    const auto makeNorm = [&] { return LlamaRmsNorm(config.hiddenSize, config.rmsNormEps, config.hasNormOffset()); };
+    input_layernorm = register_module("input_layernorm", makeNorm());
+    post_attention_layernorm = register_module("post_attention_layernorm", makeNorm());
+    if (config.hasFeedforwardNorms()) {
+        pre_feedforward_layernorm = register_module("pre_feedforward_layernorm", makeNorm());
+        post_feedforward_layernorm = register_module("post_feedforward_layernorm", makeNorm());
+    }
 }
 
 torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor &x, const RotaryTables &rotary,
@@ -257,10 +324,18 @@ torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor &x, const Rotar
                                              torch::Tensor *pastValues)
 {
     const torch::Tensor normed = inScope("input_layernorm", [&] { return input_layernorm(x); });
-    const torch::Tensor h =
-        x + inScope("self_attn", [&] { return self_attn(normed, rotary, mask, pastKeys, pastValues); });
-    const torch::Tensor normed2 = inScope("post_attention_layernorm", [&] { return post_attention_layernorm(h); });
-    return h + inScope("mlp", [&] { return mlp(normed2); });
+    const torch::Tensor attended =
+        inScope("self_attn", [&] { return self_attn(normed, rotary, mask, pastKeys, pastValues); });
+    if (pre_feedforward_layernorm.is_empty()) {
+        const torch::Tensor h = x + attended;
+        const torch::Tensor normed2 = inScope("post_attention_layernorm", [&] { return post_attention_layernorm(h); });
+        return h + inScope("mlp", [&] { return mlp(normed2); });
+    }
+    // Gemma: each sublayer's output normed before its residual add, the MLP's input normed by its own norm.
+    const torch::Tensor h = x + inScope("post_attention_layernorm", [&] { return post_attention_layernorm(attended); });
+    const torch::Tensor normed2 = inScope("pre_feedforward_layernorm", [&] { return pre_feedforward_layernorm(h); });
+    const torch::Tensor fed = inScope("mlp", [&] { return mlp(normed2); });
+    return h + inScope("post_feedforward_layernorm", [&] { return post_feedforward_layernorm(fed); });
 }
 
 LlamaModelImpl::LlamaModelImpl(const LlamaConfig &config)
@@ -273,28 +348,61 @@ LlamaModelImpl::LlamaModelImpl(const LlamaConfig &config)
         layers->push_back(layer);
         m_layers.push_back(layer);
     }
-    norm = register_module("norm", LlamaRmsNorm(config.hiddenSize, config.rmsNormEps));
+    norm = register_module("norm", LlamaRmsNorm(config.hiddenSize, config.rmsNormEps, config.hasNormOffset()));
+    for (int64_t i = 0; i < config.numHiddenLayers; ++i) {
+        const double base = config.rotaryBase(i);
+        const RopeScaling scaling = config.rotaryScaling(i);
+        size_t index = 0;
+        while (index < m_rotary.size() && !(m_rotary[index].base == base && m_rotary[index].scaling == scaling))
+            ++index;
+        if (index == m_rotary.size())
+            m_rotary.push_back({base, scaling, {}, {}, {}, {}});
+        m_layerRotary.push_back(index);
+    }
 }
 
-RotaryTables LlamaModelImpl::rotaryTables(int64_t offset, int64_t length, const torch::Tensor &like)
+RotaryTables LlamaModelImpl::rotaryTables(RotaryCache &cache, int64_t offset, int64_t length, const torch::Tensor &like)
 {
     const int64_t needed = offset + length;
-    if (!m_cosFloat.defined() || m_cosFloat.size(0) < needed) {
+    if (!cache.cosFloat.defined() || cache.cosFloat.size(0) < needed) {
         // As transformers: inv_freq and the angles in float32, then cos/sin cast to the activations' dtype.
         const int64_t cached = std::max(needed, std::min<int64_t>(m_config.maxPositionEmbeddings, 4096));
-        const torch::Tensor invFreq = inverseFrequencies(m_config);
+        const torch::Tensor invFreq = inverseFrequencies(m_config.rotaryDim(), cache.base, cache.scaling);
         const torch::Tensor positions = torch::arange(cached, torch::kInt64).to(torch::kFloat32);
         const torch::Tensor angles = positions.unsqueeze(1) * invFreq.unsqueeze(0);
-        m_cosFloat = angles.cos();
-        m_sinFloat = angles.sin();
-        m_cos = torch::Tensor();
+        cache.cosFloat = angles.cos();
+        cache.sinFloat = angles.sin();
+        cache.cos = torch::Tensor();
     }
-    if (!m_cos.defined() || m_cos.device() != like.device() || m_cos.scalar_type() != like.scalar_type()) {
-        m_cos = m_cosFloat.to(like.device(), like.scalar_type());
-        m_sin = m_sinFloat.to(like.device(), like.scalar_type());
+    if (!cache.cos.defined() || cache.cos.device() != like.device() || cache.cos.scalar_type() != like.scalar_type()) {
+        cache.cos = cache.cosFloat.to(like.device(), like.scalar_type());
+        cache.sin = cache.sinFloat.to(like.device(), like.scalar_type());
     }
-    return {m_cos.narrow(0, offset, length).unsqueeze(1), m_sin.narrow(0, offset, length).unsqueeze(1)};
+    return {cache.cos.narrow(0, offset, length).unsqueeze(1), cache.sin.narrow(0, offset, length).unsqueeze(1)};
 }
+
+namespace {
+
+// Additive causal mask [groups * T, past + T]: query i sees keys 0 .. past + i; with a sliding window W
+// only keys past + i - W + 1 .. past + i (transformers' `kv_idx > q_idx - W`). Undefined when nothing is
+// hidden: a single new token within the window sees everything.
+torch::Tensor causalMask(int64_t length, int64_t past, int64_t window, int64_t groups,
+                         const torch::TensorOptions &options)
+{
+    if (length <= 1 && !(window > 0 && past + length > window))
+        return {};
+    const auto indices = torch::TensorOptions().device(options.device()).dtype(torch::kInt64);
+    const torch::Tensor rows = torch::arange(length, indices).unsqueeze(1) + past;
+    const torch::Tensor cols = torch::arange(past + length, indices).unsqueeze(0);
+    torch::Tensor masked = cols > rows;
+    if (window > 0)
+        masked = masked.logical_or(cols <= rows - window);
+    const torch::Tensor mask = torch::zeros({length, past + length}, options)
+                                   .masked_fill(masked, -std::numeric_limits<double>::infinity());
+    return groups > 1 ? mask.repeat({groups, 1}) : mask;
+}
+
+} // namespace
 
 torch::Tensor LlamaModelImpl::forward(const torch::Tensor &inputIds, int64_t positionOffset, KvCache *cache)
 {
@@ -309,42 +417,38 @@ torch::Tensor LlamaModelImpl::forward(const torch::Tensor &inputIds, int64_t pos
     }
 
     torch::Tensor h = inScope("embed_tokens", [&] { return embed_tokens(inputIds.to(embed_tokens->weight.device())); });
-    RotaryTables rotary = rotaryTables(positionOffset, length, h);
+    if (const double scale = m_config.embeddingScale(); scale != 1.0) // Gemma: the factor in the activations' dtype
+        h = h * torch::scalar_tensor(scale, h.options());
 
-    // Additive causal mask [groups * T, past + T]: query i sees keys 0 .. past + i; with a sliding
-    // window W only keys past + i - W + 1 .. past + i (transformers' `kv_idx > q_idx - W`). A single
-    // new token within the window sees everything and needs none.
-    const int64_t window = m_config.attentionWindow(0); // one window for every layer so far
-    torch::Tensor mask;
-    if (length > 1 || (window > 0 && past + length > window)) {
-        const auto options = torch::TensorOptions().device(h.device()).dtype(torch::kInt64);
-        const torch::Tensor rows = torch::arange(length, options).unsqueeze(1) + past;
-        const torch::Tensor cols = torch::arange(past + length, options).unsqueeze(0);
-        torch::Tensor masked = cols > rows;
-        if (window > 0)
-            masked = masked.logical_or(cols <= rows - window);
-        mask = torch::zeros({length, past + length}, h.options())
-                   .masked_fill(masked, -std::numeric_limits<double>::infinity());
-        const int64_t groups = m_config.numAttentionHeads / m_config.numKeyValueHeads;
-        if (groups > 1)
-            mask = mask.repeat({groups, 1});
+    // Per rotary base and per window, computed once and moved along with the layers' devices.
+    std::vector<RotaryTables> rotary;
+    for (RotaryCache &entry : m_rotary)
+        rotary.push_back(rotaryTables(entry, positionOffset, length, h));
+    std::map<int64_t, torch::Tensor> masks;
+    const int64_t groups = m_config.numAttentionHeads / m_config.numKeyValueHeads;
+    for (size_t i = 0; i < m_layers.size(); ++i) {
+        const int64_t window = m_config.attentionWindow(static_cast<int64_t>(i));
+        if (!masks.count(window))
+            masks[window] = causalMask(length, past, window, groups, h.options());
     }
 
     for (size_t i = 0; i < m_layers.size(); ++i) {
-        // A model dispatched over several devices: activations, rotary tables and the mask follow
-        // each layer's parameters (no copy on a single device).
+        // A model dispatched over several devices: activations, rotary tables and masks follow each
+        // layer's parameters (no copy on a single device).
         const torch::Device device = m_layers[i]->input_layernorm->weight.device();
-        if (device != h.device()) {
+        if (device != h.device())
             h = h.to(device);
-            rotary = {rotary.cos.to(device), rotary.sin.to(device)};
-            if (mask.defined())
-                mask = mask.to(device);
-        }
+        RotaryTables &tables = rotary[m_layerRotary[i]];
+        if (tables.cos.device() != device)
+            tables = {tables.cos.to(device), tables.sin.to(device)};
+        torch::Tensor &mask = masks[m_config.attentionWindow(static_cast<int64_t>(i))];
+        if (mask.defined() && mask.device() != device)
+            mask = mask.to(device);
         const ModuleScope scope("layers", static_cast<int64_t>(i));
         if (m_checkpointing && is_training() && !cache && torch::GradMode::is_enabled())
-            h = checkpointedLayerForward(*m_layers[i], h, rotary, mask);
+            h = checkpointedLayerForward(*m_layers[i], h, tables, mask);
         else
-            h = m_layers[i]->forward(h, rotary, mask, cache ? &cache->keys[i] : nullptr,
+            h = m_layers[i]->forward(h, tables, mask, cache ? &cache->keys[i] : nullptr,
                                      cache ? &cache->values[i] : nullptr);
     }
     return inScope("norm", [&] { return norm(h.to(norm->weight.device())); });
@@ -373,6 +477,9 @@ torch::Tensor LlamaForCausalLMImpl::logitsFromHidden(const torch::Tensor &hidden
                                          : inScope("model.embed_tokens", [&] {
                                                return torch::nn::functional::linear(onDevice, model->embed_tokens->weight);
                                            });
+    const double cap = m_config.finalLogitSoftcapping;
+    if (cap > 0) // Gemma: in the logits' dtype, as transformers, before the cast
+        return (torch::tanh(logits / cap) * cap).to(torch::kFloat32);
     return logits.to(torch::kFloat32);
 }
 
@@ -433,7 +540,7 @@ void LlamaForCausalLMImpl::initializeWeights(uint64_t seed)
             continue;
         }
         if (param.dim() == 1) {
-            param.fill_(1.0);
+            param.fill_(m_config.hasNormOffset() ? 0.0 : 1.0); // Gemma's norms scale by 1 + w
             continue;
         }
         const torch::Tensor values = torch::empty(param.sizes(), torch::kFloat32).normal_(0.0, std, generator);

@@ -1,6 +1,9 @@
 #pragma once
 // The LLaMA-architecture causal LM in libtorch, which also runs Mistral (sliding-window attention),
-// Qwen2 (q/k/v biases) and Qwen3 (per-head q/k RMSNorm) configs. Engine-internal: only torch code
+// Qwen2 (q/k/v biases), Qwen3 (per-head q/k RMSNorm), Gemma 2 and Gemma 3 text configs (norms with an
+// offset, four norms per layer, GeGLU, scaled embeddings, soft-caps, local and global layers) and Phi-3
+// (fused qkv_proj and gate_up_proj, partial rotary): each difference is declared by LlamaConfig and read
+// here, one implementation for all. Engine-internal: only torch code
 // (the trainer, the torch tests) includes this header. Parameter names and order equal Hugging Face's
 // and moduleTreeFromConfig's.
 //
@@ -66,11 +69,12 @@ struct LinearSite {
 };
 
 /// Root-mean-square norm as transformers' LlamaRMSNorm: computed in float32 (float64 stays float64),
-/// weight * normalized x cast back to the input's dtype.
+/// weight * normalized x cast back to the input's dtype. With `offset` as Gemma's RMSNorm instead:
+/// normalized x * (1 + weight), cast back after the product.
 class LlamaRmsNormImpl : public torch::nn::Module {
 public:
-    /// One weight of `size` ones.
-    LlamaRmsNormImpl(int64_t size, double eps);
+    /// One weight of `size` ones (zeros with `offset`).
+    LlamaRmsNormImpl(int64_t size, double eps, bool offset = false);
     /// Normalizes over the last dimension.
     torch::Tensor forward(const torch::Tensor &x);
 
@@ -78,6 +82,7 @@ public:
 
 private:
     double m_eps;
+    bool m_offset;
 };
 TORCH_MODULE(LlamaRmsNorm);
 
@@ -95,9 +100,10 @@ public:
                           torch::Tensor *pastKeys = nullptr, torch::Tensor *pastValues = nullptr);
 
     torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+    torch::nn::Linear qkv_proj{nullptr}; ///< phi3: q, k and v in one projection, instead of q/k/v_proj
     LlamaRmsNorm q_norm{nullptr}, k_norm{nullptr}; ///< null unless config.hasQkNorm()
 
-    /// q_proj, k_proj, v_proj, o_proj as sites named prefix + local name.
+    /// q_proj, k_proj, v_proj, o_proj (phi3: o_proj, qkv_proj) as sites named prefix + local name.
     void collectLinearSites(const std::string &prefix, std::vector<LinearSite> &sites);
 
 private:
@@ -106,14 +112,20 @@ private:
     torch::Tensor projectHeads(const char *name, torch::nn::Linear &proj, LoraBranch &lora, const char *normName,
                                LlamaRmsNorm &norm, const torch::Tensor &x, int64_t heads);
 
-    LoraBranch m_qLora, m_kLora, m_vLora, m_oLora;
+    /// q.k scaled (config.attentionScale()), soft-capped when m_softcap > 0, plus the mask.
+    torch::Tensor scores(const torch::Tensor &q3, const torch::Tensor &k3, const torch::Tensor &mask) const;
+
+    LoraBranch m_qLora, m_kLora, m_vLora, m_oLora, m_qkvLora;
     int64_t m_heads;
     int64_t m_kvHeads;
     int64_t m_headDim;
+    double m_scale;
+    double m_softcap;
 };
 TORCH_MODULE(LlamaAttention);
 
-/// SwiGLU feed-forward: down(silu(gate(x)) * up(x)).
+/// Gated feed-forward: down(act(gate(x)) * up(x)), act = silu (SwiGLU) or tanh-approximated GELU (GeGLU,
+/// gemma's gelu_pytorch_tanh), from config.hiddenAct.
 class LlamaMlpImpl : public torch::nn::Module {
 public:
     /// Registers gate_proj, up_proj, down_proj in that order.
@@ -122,21 +134,25 @@ public:
     torch::Tensor forward(const torch::Tensor &x);
 
     torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+    torch::nn::Linear gate_up_proj{nullptr}; ///< phi3: gate and up in one projection (gate rows first)
 
     /// gate_proj, up_proj, down_proj as sites named prefix + local name.
     void collectLinearSites(const std::string &prefix, std::vector<LinearSite> &sites);
 
 private:
-    LoraBranch m_gateLora, m_upLora, m_downLora;
+    LoraBranch m_gateLora, m_upLora, m_downLora, m_gateUpLora;
+    bool m_gelu;
 };
 TORCH_MODULE(LlamaMlp);
 
-/// One pre-norm decoder block (transformers' LlamaDecoderLayer).
+/// One pre-norm decoder block (transformers' LlamaDecoderLayer; Gemma's with four norms).
 class LlamaDecoderLayerImpl : public torch::nn::Module {
 public:
-    /// Registers self_attn, mlp, input_layernorm, post_attention_layernorm in that order.
+    /// Registers self_attn, mlp, input_layernorm, post_attention_layernorm, then pre_feedforward_layernorm
+    /// and post_feedforward_layernorm when config.hasFeedforwardNorms(), in that order.
     explicit LlamaDecoderLayerImpl(const LlamaConfig &config);
-    /// x + attn(norm(x)), then + mlp(norm(.)).
+    /// x + attn(norm(x)), then + mlp(norm(.)); with feed-forward norms
+    /// h = x + post_attention_norm(attn(input_norm(x))), then h + post_ff_norm(mlp(pre_ff_norm(h))).
     torch::Tensor forward(const torch::Tensor &x, const RotaryTables &rotary, const torch::Tensor &mask,
                           torch::Tensor *pastKeys = nullptr, torch::Tensor *pastValues = nullptr);
 
@@ -144,6 +160,8 @@ public:
     LlamaMlp mlp{nullptr};
     LlamaRmsNorm input_layernorm{nullptr};
     LlamaRmsNorm post_attention_layernorm{nullptr};
+    LlamaRmsNorm pre_feedforward_layernorm{nullptr};  ///< null unless config.hasFeedforwardNorms()
+    LlamaRmsNorm post_feedforward_layernorm{nullptr}; ///< null unless config.hasFeedforwardNorms()
 };
 TORCH_MODULE(LlamaDecoderLayer);
 
@@ -152,7 +170,9 @@ class LlamaModelImpl : public torch::nn::Module {
 public:
     /// Registers embed_tokens, layers, norm in that order.
     explicit LlamaModelImpl(const LlamaConfig &config);
-    /// ids [B,T] int64 -> final normed hidden states [B,T,H] in the parameters' dtype.
+    /// ids [B,T] int64 -> final normed hidden states [B,T,H] in the parameters' dtype. Each layer gets
+    /// the mask of its attention window and the rotary tables of its base (config.attentionWindow,
+    /// rotaryBase, rotaryScaling); embeddings are scaled by config.embeddingScale().
     torch::Tensor forward(const torch::Tensor &inputIds, int64_t positionOffset = 0, KvCache *cache = nullptr);
 
     /// The layers, typed (the same modules `layers` holds).
@@ -167,17 +187,21 @@ public:
     LlamaRmsNorm norm{nullptr};
 
 private:
-    RotaryTables rotaryTables(int64_t offset, int64_t length, const torch::Tensor &like);
+    // Rotary cos/sin of one (base, scaling) for positions [0, cached length), float32 on the CPU and
+    // converted for the last device/dtype used. Plain members, not buffers: transformers' inv_freq is
+    // non-persistent.
+    struct RotaryCache {
+        double base = 0;
+        RopeScaling scaling;
+        torch::Tensor cosFloat, sinFloat, cos, sin;
+    };
+    RotaryTables rotaryTables(RotaryCache &cache, int64_t offset, int64_t length, const torch::Tensor &like);
 
     LlamaConfig m_config;
     std::vector<LlamaDecoderLayer> m_layers;
     bool m_checkpointing = false;
-    // Rotary cos/sin for positions [0, cached length), float32 on the CPU and converted for the last
-    // device/dtype used. Plain members, not buffers: transformers' inv_freq is non-persistent.
-    torch::Tensor m_cosFloat;
-    torch::Tensor m_sinFloat;
-    torch::Tensor m_cos;
-    torch::Tensor m_sin;
+    std::vector<RotaryCache> m_rotary;   // one per distinct (base, scaling): gemma3 has a local and a global one
+    std::vector<size_t> m_layerRotary;   // layer -> index into m_rotary
 };
 TORCH_MODULE(LlamaModel);
 
@@ -188,16 +212,17 @@ public:
     explicit LlamaForCausalLMImpl(const LlamaConfig &config);
 
     /// ids [B,T] int64 (any device) at positions positionOffset.. -> logits [B,T,V] float32 on the
-    /// output weight's device.
+    /// output weight's device (soft-capped by config.finalLogitSoftcapping when set).
     /// With a cache, attends to its positions as well and appends this call's keys and values.
     torch::Tensor forward(const torch::Tensor &inputIds, int64_t positionOffset = 0, KvCache *cache = nullptr);
     /// Final hidden states [B,T,H] (parameters' dtype), for losses computed in chunks.
     torch::Tensor hiddenStates(const torch::Tensor &inputIds, int64_t positionOffset = 0, KvCache *cache = nullptr);
-    /// Logits float32 [..., V] for hidden states [..., H].
+    /// Logits float32 [..., V] for hidden states [..., H], soft-capped as forward's.
     torch::Tensor logitsFromHidden(const torch::Tensor &hidden);
 
     /// HF-style initialization, deterministic for a seed on any device: Linear and Embedding weights
-    /// ~ N(0, initializer_range) drawn on the CPU in float32, Linear biases 0, RMSNorm weights 1.
+    /// ~ N(0, initializer_range) drawn on the CPU in float32, Linear biases 0, RMSNorm weights 1 (0 for
+    /// Gemma's x * (1 + w) norms).
     void initializeWeights(uint64_t seed);
 
     /// Every Linear of the model (q/k/v/o and gate/up/down of each layer, then lm_head unless tied), in

@@ -402,14 +402,11 @@ int64_t dtypeSize(const std::string &dtype)
 
 std::vector<std::string> noSplitModuleClasses(const std::string &modelType)
 {
-    if (modelType == "llama")
-        return {"LlamaDecoderLayer"};
-    if (modelType == "mistral")
-        return {"MistralDecoderLayer"};
-    if (modelType == "qwen2")
-        return {"Qwen2DecoderLayer"};
-    if (modelType == "qwen3")
-        return {"Qwen3DecoderLayer"};
+    if (isLlamaFamily(modelType)) {
+        LlamaConfig config;
+        config.modelType = modelType;
+        return {config.className("DecoderLayer")};
+    }
     if (modelType == "mixtral")
         return {"MixtralDecoderLayer"};
     if (modelType == "qwen3_moe")
@@ -434,31 +431,62 @@ ModuleTree llamaModuleTree(const LlamaConfig &config, const std::string &dtype)
     tree.dtype = dtype;
     tree.root = b.node("", config.className("ForCausalLM"));
     ModuleNode &model = b.child(tree.root, "model", config.className("Model"));
-    b.embedding(model, "embed_tokens", config.vocabSize, hidden);
+    const std::string embeddingClass = config.embeddingClassName();
+    ModuleNode &embedding = b.child(model, "embed_tokens", embeddingClass);
+    b.parameter(embedding, "weight", {config.vocabSize, hidden});
+    if (embeddingClass != "Embedding") // Gemma3TextScaledWordEmbedding: torch.tensor(sqrt(hidden)), non-persistent
+        TreeBuilder::buffer(embedding, "embed_scale", {}, "float32", false);
     ModuleNode &layers = b.child(model, "layers", "ModuleList");
     for (int64_t i = 0; i < config.numHiddenLayers; ++i) {
         ModuleNode &layer = b.child(layers, std::to_string(i), config.className("DecoderLayer"));
         ModuleNode &attention = b.child(layer, "self_attn", config.className("Attention"));
-        b.linear(attention, "q_proj", hidden, qWidth, config.hasQkvBias());
-        b.linear(attention, "k_proj", hidden, kvWidth, config.hasQkvBias());
-        b.linear(attention, "v_proj", hidden, kvWidth, config.hasQkvBias());
-        b.linear(attention, "o_proj", qWidth, hidden, config.hasOutputBias());
-        if (config.hasQkNorm()) { // Qwen3Attention registers q_norm and k_norm after the projections
+        if (config.hasFusedProjections()) { // Phi3Attention registers o_proj first
+            b.linear(attention, "o_proj", qWidth, hidden, false);
+            b.linear(attention, "qkv_proj", hidden, qWidth + 2 * kvWidth, false);
+        } else {
+            b.linear(attention, "q_proj", hidden, qWidth, config.hasQkvBias());
+            b.linear(attention, "k_proj", hidden, kvWidth, config.hasQkvBias());
+            b.linear(attention, "v_proj", hidden, kvWidth, config.hasQkvBias());
+            b.linear(attention, "o_proj", qWidth, hidden, config.hasOutputBias());
+        }
+        if (config.hasQkNorm()) { // Qwen3Attention and Gemma3Attention register q_norm and k_norm after the projections
             b.rmsNorm(attention, "q_norm", config.effectiveHeadDim(), norm);
             b.rmsNorm(attention, "k_norm", config.effectiveHeadDim(), norm);
         }
         ModuleNode &mlp = b.child(layer, "mlp", config.className("MLP"));
-        b.linear(mlp, "gate_proj", hidden, config.intermediateSize, config.mlpBias);
-        b.linear(mlp, "up_proj", hidden, config.intermediateSize, config.mlpBias);
+        if (config.hasFusedProjections()) {
+            b.linear(mlp, "gate_up_proj", hidden, 2 * config.intermediateSize, false);
+        } else {
+            b.linear(mlp, "gate_proj", hidden, config.intermediateSize, config.mlpBias);
+            b.linear(mlp, "up_proj", hidden, config.intermediateSize, config.mlpBias);
+        }
         b.linear(mlp, "down_proj", config.intermediateSize, hidden, config.mlpBias);
         b.rmsNorm(layer, "input_layernorm", hidden, norm);
         b.rmsNorm(layer, "post_attention_layernorm", hidden, norm);
+        if (config.hasFeedforwardNorms()) {
+            b.rmsNorm(layer, "pre_feedforward_layernorm", hidden, norm);
+            b.rmsNorm(layer, "post_feedforward_layernorm", hidden, norm);
+        }
     }
     b.rmsNorm(model, "norm", hidden, norm);
     // LlamaRotaryEmbedding: inv_freq = 1 / base^(arange(0, dim, 2) / dim), float32, register_buffer(persistent=False).
-    const int64_t rotaryDim = config.effectiveHeadDim();
-    TreeBuilder::buffer(b.child(model, "rotary_emb", config.className("RotaryEmbedding")), "inv_freq",
-                        {(rotaryDim + 1) / 2}, "float32", false);
+    // Gemma3RotaryEmbedding (transformers 5) holds one per layer type present, "<type>_inv_freq" (its order
+    // follows a Python set; full_attention first here).
+    const int64_t rotaryDim = config.rotaryDim();
+    ModuleNode &rotary = b.child(model, "rotary_emb", config.className("RotaryEmbedding"));
+    if (config.ropeLocalBaseFreq > 0) {
+        for (const bool sliding : {false, true}) {
+            bool present = false;
+            for (int64_t i = 0; i < config.numHiddenLayers; ++i)
+                present = present || config.isSlidingLayer(i) == sliding;
+            if (present) {
+                TreeBuilder::buffer(rotary, sliding ? "sliding_attention_inv_freq" : "full_attention_inv_freq",
+                                    {(rotaryDim + 1) / 2}, "float32", false);
+            }
+        }
+    } else {
+        TreeBuilder::buffer(rotary, "inv_freq", {(rotaryDim + 1) / 2}, "float32", false);
+    }
     b.lmHead(tree.root, hidden, config.vocabSize, config.tieWordEmbeddings, "model.embed_tokens.weight", tree);
     return finish(std::move(tree));
 }
@@ -482,7 +510,7 @@ ModuleTree moduleTreeFromConfig(const json &config, const std::string &source)
         throw fieldError(source, "model_type", "is missing: cannot tell the architecture");
     throw fieldError(source, "model_type",
                      "is \"" + modelType + "\": no module tree for this architecture (supported: llama, mistral, qwen2, qwen3, "
-                                           "mixtral, qwen3_moe, chatglm, gpt2)");
+                                           "gemma2, gemma3_text, phi3, mixtral, qwen3_moe, chatglm, gpt2)");
 }
 
 ModuleTree moduleTreeFromFolder(const std::filesystem::path &path)

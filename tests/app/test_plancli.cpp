@@ -372,12 +372,12 @@ TEST_F(PlanCliTest, ListModels)
     const ProcessResult table = run({"--list-models"});
     ASSERT_EQ(table.exitCode, 0) << table.err;
     for (const char *text : {"llama-3.1-8b", "meta-llama/Llama-3.1-8B", "qwen2.5-14b", "qwen3-8b", "Qwen/Qwen3-0.6B", "chatglm", "124M",
-                             "mixtral-8x7b", "Qwen/Qwen3-30B-A3B           qwen3_moe  30.5B"})
+                             "mixtral-8x7b", "Qwen/Qwen3-30B-A3B           qwen3_moe  30.5B", "gemma-3-1b", "google/gemma-2-9b"})
         EXPECT_NE(table.out.find(text), std::string::npos) << text << "\n" << table.out;
 
     const json list = runJson({"--list-models"});
     ASSERT_TRUE(list.is_array());
-    EXPECT_EQ(list.size(), 21u);
+    EXPECT_EQ(list.size(), 25u);
     bool mistral = false;
     for (const json &e : list) {
         for (const char *key : {"name", "display_name", "repo_id", "model_type", "parameters"})

@@ -324,6 +324,69 @@ TEST_F(TrainCliTest, Qwen3LoraRunExportsAnAdapterThatScoresAsTheReference)
     EXPECT_GT(moved, 1e-3) << "the trained adapter changed the model";
 }
 
+// Gemma 2 and Gemma 3 text end to end: folders as Hugging Face saves them (make_tiny_gemma.py), a LoRA
+// run through the soft-caps, GeGLU and four norms per layer with gradient checkpointing, `export --peft`,
+// and the exported adapter scored by the float64 reference as `score --adapter` scores it, on prompts
+// longer than the sliding window.
+TEST_F(TrainCliTest, GemmaLoraRunsExportAdaptersThatScoreAsTheReference)
+{
+    if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+        GTEST_SKIP() << "/usr/bin/python3 cannot import torch (install python3-torch)";
+    {
+        std::ofstream data(dir() / "gemma-ids.jsonl");
+        for (int row = 0; row < 48; ++row) {
+            json ids = json::array();
+            for (int t = 0; t < 24; ++t)
+                ids.push_back((5 * t * t + 3 * t + row) % 64);
+            data << json{{"input_ids", ids}}.dump() << '\n';
+        }
+    }
+    const std::vector<int64_t> ids = {3, 14, 15, 9, 26, 5, 35, 8, 9, 7, 31, 40};
+    std::string idText;
+    for (int64_t id : ids)
+        idText += (idText.empty() ? "" : ",") + std::to_string(id);
+    for (const std::string kind : {"gemma2", "gemma3_text"}) {
+        SCOPED_TRACE(kind);
+        const fs::path model = dir() / kind;
+        const std::string make = "/usr/bin/python3 '" TINY_GEMMA_SCRIPT "' " + kind + " '" + model.string() + "'";
+        ASSERT_EQ(std::system(make.c_str()), 0) << make;
+        const fs::path runDir = dir() / (kind + "-run");
+        const fs::path peft = dir() / (kind + "-peft");
+        const ProcessResult trained =
+            run({"train", "--model", model.string(), "--data", (dir() / "gemma-ids.jsonl").string(), "--method", "lora",
+                 "--lora-r", "4", "--lora-alpha", "8", "--lora-dropout", "0", "--lora-targets",
+                 "q_proj,v_proj,gate_proj,down_proj", "--checkpointing", "--steps", "12", "--batch-size", "4",
+                 "--seq-len", "16", "--threads", "1", "--lr", "0.02", "--output", runDir.string(), "-q"},
+                kind + "-lora");
+        ASSERT_EQ(trained.exitCode, 0) << trained.err;
+        ASSERT_EQ(run({"export", "--run", runDir.string(), "--peft", peft.string()}, kind + "-peft").exitCode, 0);
+
+        auto score = [&](std::vector<std::string> args, const std::string &tag) {
+            args.insert(args.begin(), "score");
+            args.insert(args.end(), {"--ids", idText, "--json", "--threads", "1"});
+            const ProcessResult r = run(args, tag);
+            EXPECT_EQ(r.exitCode, 0) << r.err;
+            return json::parse(r.out).at("logprobs").get<std::vector<double>>();
+        };
+        const auto adapted = score({"--model", model.string(), "--adapter", peft.string()}, kind + "-score");
+        const auto plain = score({"--model", model.string()}, kind + "-score-base");
+
+        const json cases = json::array({{{"model_dir", model.string()}, {"adapter_dir", peft.string()}, {"ids", ids}}});
+        std::ofstream(dir() / (kind + "-cases.json")) << cases.dump();
+        const std::string command = "/usr/bin/python3 '" MODEL_REFERENCE_SCRIPT "' --score '"
+            + (dir() / (kind + "-cases.json")).string() + "' '" + (dir() / (kind + "-ref.json")).string() + "'";
+        ASSERT_EQ(std::system(command.c_str()), 0) << command;
+        const std::vector<double> reference = json::parse(slurp(dir() / (kind + "-ref.json")))[0].at("logprobs");
+        ASSERT_EQ(reference.size(), adapted.size());
+        double moved = 0;
+        for (size_t t = 0; t < reference.size(); ++t) {
+            EXPECT_NEAR(adapted[t], reference[t], 1e-4) << "position " << t;
+            moved = std::max(moved, std::abs(adapted[t] - plain[t]));
+        }
+        EXPECT_GT(moved, 1e-3) << "the trained adapter changed the model";
+    }
+}
+
 TEST_F(TrainCliTest, TheDemoFineTunesTheBundledBaseWithLoraAndShowsSamplesAndEvalLoss)
 {
     const ProcessResult demo = run({"train", "--demo", "--steps", "6", "--eval-every", "3", "--threads", "1", "--output",

@@ -47,6 +47,42 @@ inline engine::model::LlamaConfig tinyQwen3(bool tied = false, bool attentionBia
     return c;
 }
 
+/// tinyLlama as Gemma 2: tied, head_dim 12, query_pre_attn_scalar 16, soft-caps small enough to bite,
+/// three layers (0 and 2 slide over a window of 4, 1 is global), GeGLU.
+inline engine::model::LlamaConfig tinyGemma2()
+{
+    engine::model::LlamaConfig c = tinyLlama("gemma2", true, 2);
+    c.numHiddenLayers = 3;
+    c.headDim = 12;
+    c.rmsNormEps = 1e-6;
+    c.hiddenAct = "gelu_pytorch_tanh";
+    c.queryPreAttnScalar = 16;
+    c.attnLogitSoftcapping = 2.0;
+    c.finalLogitSoftcapping = 4.0;
+    c.slidingWindow = 4;
+    c.slidingWindowPattern = 2;
+    return c;
+}
+
+/// tinyLlama as Gemma 3 text: q/k norms, layers 0 and 1 local (window 3, base 10000), layer 2 global
+/// (base 1e6, linear RoPE scaling 2), no soft-caps.
+inline engine::model::LlamaConfig tinyGemma3()
+{
+    engine::model::LlamaConfig c = tinyLlama("gemma3_text", true, 2);
+    c.numHiddenLayers = 3;
+    c.headDim = 12;
+    c.rmsNormEps = 1e-6;
+    c.hiddenAct = "gelu_pytorch_tanh";
+    c.queryPreAttnScalar = 10;
+    c.slidingWindow = 3;
+    c.slidingWindowPattern = 3;
+    c.ropeTheta = 1e6;
+    c.ropeLocalBaseFreq = 10000;
+    c.ropeScaling.type = "linear";
+    c.ropeScaling.factor = 2.0;
+    return c;
+}
+
 /// Random weights (initializeWeights(seed)); 1-D parameters (norm weights, biases) perturbed so they matter.
 inline engine::model::LlamaForCausalLM randomLlama(const engine::model::LlamaConfig &config, uint64_t seed = 7)
 {

@@ -6,7 +6,13 @@ embedding (rotate_half convention; RoPE scaling "linear" and "llama3" as in tran
 modeling_rope_utils), grouped-query attention, Mistral's sliding window (a query sees keys
 q - W < k <= q, as transformers' masking_utils), Qwen2's q/k/v biases, Llama's and Qwen3's attention_bias,
 Qwen3's per-head RMSNorm of q and k (over head_dim, after the projection, before rotary) and the
-SwiGLU MLP; shares no code with the C++ model.
+SwiGLU MLP; and Gemma 2 / Gemma 3 text (model_type gemma2, gemma3_text) from Google's published
+definitions: embeddings times sqrt(hidden_size), RMSNorm x * (1 + w), GELU (tanh form) gating, a norm
+after attention and around the MLP, scores scaled by query_pre_attn_scalar^-1/2 and soft-capped
+(c * tanh(s / c)), local (sliding) and global layers, Gemma 3's q/k norm and local rotary base, final
+logit soft-capping; and Phi-3 (model_type phi3): q, k and v as rows of one qkv_proj, gate and up as
+halves of one gate_up_proj, rotary on the first head_dim * partial_rotary_factor dimensions of each
+head. Shares no code with the C++ model.
 
   reference_llama.py CASE.json OUT.json   CASE: {"config": {config.json keys}, "input_ids": [[..]],
                                           "position_offset": n, "weights_dir": path | "weights": "formula"}
@@ -40,17 +46,46 @@ def head_dim(cfg):
     return hd if hd else cfg["hidden_size"] // cfg["num_attention_heads"]
 
 
+def is_gemma(cfg):
+    return cfg.get("model_type") in ("gemma2", "gemma3_text")
+
+
+def sliding_layer(cfg, layer):
+    """Gemma: layer_types when given; else Gemma 2 alternates (even layers local), Gemma 3 makes every
+    sliding_window_pattern-th layer global. Mistral: every layer."""
+    if cfg.get("layer_types"):
+        return cfg["layer_types"][layer] == "sliding_attention"
+    if cfg.get("model_type") == "gemma2":
+        return layer % 2 == 0
+    if cfg.get("model_type") == "gemma3_text":
+        return (layer + 1) % cfg.get("sliding_window_pattern", 6) != 0
+    return cfg.get("model_type") in ("mistral", "phi3")
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def softcap(x, cap):
+    return x if not cap else cap * torch.tanh(x / cap)
+
+
+def fused(cfg):
+    return cfg.get("model_type") == "phi3"
+
+
 def qkv_bias(cfg):
     return cfg.get("model_type") == "qwen2" or bool(cfg.get("attention_bias", False))
 
 
 def o_bias(cfg):
-    return cfg.get("model_type", "llama") in ("llama", "qwen3") and bool(cfg.get("attention_bias", False))
+    return cfg.get("model_type", "llama") in ("llama", "qwen3", "gemma2", "gemma3_text") and \
+        bool(cfg.get("attention_bias", False))
 
 
 def qk_norm(cfg):
-    """Qwen3: q_norm and k_norm, one weight of head_dim each, registered after o_proj."""
-    return cfg.get("model_type") == "qwen3"
+    """Qwen3, Gemma 3: q_norm and k_norm, one weight of head_dim each, registered after o_proj."""
+    return cfg.get("model_type") in ("qwen3", "gemma3_text")
 
 
 def parameter_shapes(cfg):
@@ -62,6 +97,14 @@ def parameter_shapes(cfg):
     shapes = [("model.embed_tokens.weight", (v, h))]
     for layer in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{layer}."
+        if fused(cfg):  # Phi3Attention: o_proj, then qkv_proj; Phi3MLP: gate_up_proj, down_proj
+            shapes += [(p + "self_attn.o_proj.weight", (h, nh * hd)),
+                       (p + "self_attn.qkv_proj.weight", ((nh + 2 * nkv) * hd, h)),
+                       (p + "mlp.gate_up_proj.weight", (2 * i, h)),
+                       (p + "mlp.down_proj.weight", (h, i)),
+                       (p + "input_layernorm.weight", (h,)),
+                       (p + "post_attention_layernorm.weight", (h,))]
+            continue
         for proj, out, has_bias in (("q_proj", nh * hd, qkv_bias(cfg)), ("k_proj", nkv * hd, qkv_bias(cfg)),
                                     ("v_proj", nkv * hd, qkv_bias(cfg))):
             shapes.append((p + f"self_attn.{proj}.weight", (out, h)))
@@ -79,6 +122,8 @@ def parameter_shapes(cfg):
             (p + "input_layernorm.weight", (h,)),
             (p + "post_attention_layernorm.weight", (h,)),
         ]
+        if is_gemma(cfg):
+            shapes += [(p + "pre_feedforward_layernorm.weight", (h,)), (p + "post_feedforward_layernorm.weight", (h,))]
     shapes.append(("model.norm.weight", (h,)))
     if not cfg.get("tie_word_embeddings", False):
         shapes.append(("lm_head.weight", (v, h)))
@@ -146,9 +191,11 @@ def inverse_frequencies(d, theta, scaling):
     return torch.tensor(inv_freq, dtype=DT)
 
 
-def rotary(x, positions, theta, scaling=None):
-    """x [B, heads, T, D]; positions [T]."""
-    d = x.shape[-1]
+def rotary(x, positions, theta, scaling=None, fraction=1.0):
+    """x [B, heads, T, D]; positions [T]; only the first int(D * fraction) dimensions rotate."""
+    d = int(x.shape[-1] * fraction)
+    if d < x.shape[-1]:
+        return torch.cat([rotary(x[..., :d], positions, theta, scaling), x[..., d:]], dim=-1)
     inv_freq = inverse_frequencies(d, theta, scaling)
     angles = positions.to(DT)[:, None] * inv_freq[None, :]
     emb = torch.cat([angles, angles], dim=-1)
@@ -165,46 +212,81 @@ def forward(cfg, w, ids, offset):
     theta = cfg.get("rope_theta", 10000.0)
     scaling = cfg.get("rope_scaling")
     positions = torch.arange(offset, offset + t)
-    allowed = torch.zeros(t, t, dtype=torch.bool)
-    window = cfg.get("sliding_window") if cfg.get("model_type") == "mistral" else None
-    for qi in range(t):
-        for ki in range(t):
-            allowed[qi, ki] = ki <= qi and (window is None or ki > qi - window)
+    gemma = is_gemma(cfg)
+
+    def allowed_keys(window):
+        allowed = torch.zeros(t, t, dtype=torch.bool)
+        for qi in range(t):
+            for ki in range(t):
+                allowed[qi, ki] = ki <= qi and (window is None or ki > qi - window)
+        return allowed
+
+    def norm(x, weight):
+        return rms_norm(x, 1.0 + weight, eps) if gemma else rms_norm(x, weight, eps)
+
+    scale = cfg["query_pre_attn_scalar"] ** -0.5 if gemma else 1.0 / math.sqrt(hd)
 
     def proj(a, name):
         y = a @ w[name + ".weight"].T
         return y + w[name + ".bias"] if name + ".bias" in w else y
 
     x = w["model.embed_tokens.weight"][ids]
+    if gemma:
+        x = x * math.sqrt(h)
     for layer in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{layer}."
-        a = rms_norm(x, w[p + "input_layernorm.weight"], eps)
-        q = proj(a, p + "self_attn.q_proj").reshape(b, t, nh, hd)
-        k = proj(a, p + "self_attn.k_proj").reshape(b, t, nkv, hd)
+        local = sliding_layer(cfg, layer)
+        allowed = allowed_keys(cfg.get("sliding_window") if local else None)
+        layer_theta, layer_scaling = theta, scaling
+        if cfg.get("model_type") == "gemma3_text" and local:  # local layers: their own base, no scaling
+            layer_theta, layer_scaling = cfg.get("rope_local_base_freq", 10000.0), None
+        a = norm(x, w[p + "input_layernorm.weight"])
+        if fused(cfg):
+            qkv = proj(a, p + "self_attn.qkv_proj")
+            q = qkv[..., :nh * hd].reshape(b, t, nh, hd)
+            k = qkv[..., nh * hd:(nh + nkv) * hd].reshape(b, t, nkv, hd)
+            v = qkv[..., (nh + nkv) * hd:].reshape(b, t, nkv, hd).transpose(1, 2)
+        else:
+            q = proj(a, p + "self_attn.q_proj").reshape(b, t, nh, hd)
+            k = proj(a, p + "self_attn.k_proj").reshape(b, t, nkv, hd)
+            v = proj(a, p + "self_attn.v_proj").reshape(b, t, nkv, hd).transpose(1, 2)
         if qk_norm(cfg):  # each head on its own: the mean of squares runs over head_dim only
-            q = rms_norm(q, w[p + "self_attn.q_norm.weight"], eps)
-            k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
+            q = norm(q, w[p + "self_attn.q_norm.weight"])
+            k = norm(k, w[p + "self_attn.k_norm.weight"])
         q = q.transpose(1, 2)
         k = k.transpose(1, 2)
-        v = proj(a, p + "self_attn.v_proj").reshape(b, t, nkv, hd).transpose(1, 2)
-        q = rotary(q, positions, theta, scaling)
-        k = rotary(k, positions, theta, scaling)
+        fraction = cfg.get("partial_rotary_factor", 1.0) if fused(cfg) else 1.0
+        q = rotary(q, positions, layer_theta, layer_scaling, fraction)
+        k = rotary(k, positions, layer_theta, layer_scaling, fraction)
         heads = []
         for head in range(nh):
             kv = head // (nh // nkv)
-            scores = q[:, head] @ k[:, kv].transpose(-1, -2) / math.sqrt(hd)
+            scores = q[:, head] @ k[:, kv].transpose(-1, -2) * scale
+            if gemma:
+                scores = softcap(scores, cfg.get("attn_logit_softcapping"))
             scores = scores.masked_fill(~allowed, float("-inf"))
             heads.append(torch.softmax(scores, dim=-1) @ v[:, kv])
-        attn = torch.stack(heads, dim=1).transpose(1, 2).reshape(b, t, nh * hd)
-        x = x + proj(attn, p + "self_attn.o_proj")
-        m = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
-        gate = m @ w[p + "mlp.gate_proj.weight"].T
-        up = m @ w[p + "mlp.up_proj.weight"].T
-        silu = gate / (1.0 + torch.exp(-gate))
-        x = x + (silu * up) @ w[p + "mlp.down_proj.weight"].T
-    x = rms_norm(x, w["model.norm.weight"], eps)
+        attn = proj(torch.stack(heads, dim=1).transpose(1, 2).reshape(b, t, nh * hd), p + "self_attn.o_proj")
+        if gemma:  # normed before the residual add; the MLP's input has its own norm, its output another
+            x = x + norm(attn, w[p + "post_attention_layernorm.weight"])
+            m = norm(x, w[p + "pre_feedforward_layernorm.weight"])
+        else:
+            x = x + attn
+            m = norm(x, w[p + "post_attention_layernorm.weight"])
+        if fused(cfg):
+            both = m @ w[p + "mlp.gate_up_proj.weight"].T
+            gate, up = both[..., :both.shape[-1] // 2], both[..., both.shape[-1] // 2:]
+        else:
+            gate = m @ w[p + "mlp.gate_proj.weight"].T
+            up = m @ w[p + "mlp.up_proj.weight"].T
+        act = cfg.get("hidden_activation", "gelu_pytorch_tanh") if gemma else cfg.get("hidden_act", "silu")
+        gated = gelu_tanh(gate) if act == "gelu_pytorch_tanh" else gate / (1.0 + torch.exp(-gate))
+        mlp = (gated * up) @ w[p + "mlp.down_proj.weight"].T
+        x = x + (norm(mlp, w[p + "post_feedforward_layernorm.weight"]) if gemma else mlp)
+    x = norm(x, w["model.norm.weight"])
     out = w["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) else w["lm_head.weight"]
-    return x @ out.T
+    logits = x @ out.T
+    return softcap(logits, cfg.get("final_logit_softcapping")) if gemma else logits
 
 
 def run_case(case):

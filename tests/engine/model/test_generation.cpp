@@ -77,7 +77,11 @@ std::vector<LlamaConfig> generationConfigs()
 {
     LlamaConfig window = tinyLlama("mistral", false, 1);
     window.slidingWindow = 4;
-    return {tinyLlama("llama", false, 2), tinyLlama("qwen2", true, 2), window, testing_support::tinyQwen3()};
+    // Gemma 3's own head: a random tied one mostly repeats the scaled input embedding, too few tokens to test.
+    LlamaConfig gemma3 = testing_support::tinyGemma3();
+    gemma3.tieWordEmbeddings = false;
+    return {tinyLlama("llama", false, 2), tinyLlama("qwen2", true, 2), window, testing_support::tinyQwen3(),
+            testing_support::tinyGemma2(), gemma3};
 }
 
 torch::Tensor logitsOf(std::vector<float> probs)

@@ -38,7 +38,8 @@ std::vector<LlamaConfig> structureConfigs()
     LlamaConfig llama3 = tinyLlama("llama", true);
     llama3.ropeScaling = {"llama3", 8.0, 1.0, 4.0, 16};
     return {tinyLlama("llama"), tinyLlama("llama", true), bias, tinyLlama("qwen2"), tinyLlama("qwen2", true, 1),
-            withWindow(tinyLlama("mistral"), 4), headDim, llama3, tinyQwen3(), tinyQwen3(true, true)};
+            withWindow(tinyLlama("mistral"), 4), headDim, llama3, tinyQwen3(), tinyQwen3(true, true),
+            testing_support::tinyGemma2(), testing_support::tinyGemma3()};
 }
 
 } // namespace
@@ -126,7 +127,8 @@ TEST(LlamaFamily, InitializeWeightsZeroesBiases)
 
 TEST(LlamaFamily, BiasesWindowAndQkNormGetFiniteGradients)
 {
-    for (const LlamaConfig &config : {tinyLlama("qwen2", true), withWindow(tinyLlama("mistral"), 3), tinyQwen3(true, true)}) {
+    for (const LlamaConfig &config : {tinyLlama("qwen2", true), withWindow(tinyLlama("mistral"), 3), tinyQwen3(true, true),
+                                      testing_support::tinyGemma2(), testing_support::tinyGemma3()}) {
         LlamaForCausalLM model = randomLlama(config);
         const torch::Tensor ids = someIds(2, 9);
         const torch::Tensor logits = model->forward(ids.slice(1, 0, 8));

@@ -426,6 +426,113 @@ lm_head Linear
               std::vector<int64_t>{128});
 }
 
+TEST(ModuleTree, TinyGemma2HasFourNormsPerLayerAndATiedHead)
+{
+    json config = tinyLlama();
+    config["model_type"] = "gemma2";
+    config["num_hidden_layers"] = 1;
+    config["head_dim"] = 6;
+    const ModuleTree tree = moduleTreeFromConfig(config, "cfg.json");
+    EXPECT_EQ(dump(tree), R"( Gemma2ForCausalLM
+model Gemma2Model
+model.embed_tokens Embedding
+  weight [16,8]
+model.layers ModuleList
+model.layers.0 Gemma2DecoderLayer noSplit
+model.layers.0.self_attn Gemma2Attention
+model.layers.0.self_attn.q_proj Linear
+  weight [12,8]
+model.layers.0.self_attn.k_proj Linear
+  weight [6,8]
+model.layers.0.self_attn.v_proj Linear
+  weight [6,8]
+model.layers.0.self_attn.o_proj Linear
+  weight [8,12]
+model.layers.0.mlp Gemma2MLP
+model.layers.0.mlp.gate_proj Linear
+  weight [12,8]
+model.layers.0.mlp.up_proj Linear
+  weight [12,8]
+model.layers.0.mlp.down_proj Linear
+  weight [8,12]
+model.layers.0.input_layernorm Gemma2RMSNorm
+  weight [8]
+model.layers.0.post_attention_layernorm Gemma2RMSNorm
+  weight [8]
+model.layers.0.pre_feedforward_layernorm Gemma2RMSNorm
+  weight [8]
+model.layers.0.post_feedforward_layernorm Gemma2RMSNorm
+  weight [8]
+model.norm Gemma2RMSNorm
+  weight [8]
+model.rotary_emb Gemma2RotaryEmbedding
+  buffer inv_freq [3] float32 non-persistent
+lm_head Linear
+  weight [16,8] tied model.embed_tokens.weight
+)");
+    EXPECT_EQ(tree.noSplitClasses, std::vector<std::string>{"Gemma2DecoderLayer"});
+    EXPECT_EQ(tree.tiedParameters, (std::vector<std::vector<std::string>>{{"lm_head.weight", "model.embed_tokens.weight"}}));
+    EXPECT_EQ(tree.parameterCount(), 16 * 8 + (96 + 48 + 48 + 96) + 3 * 96 + 4 * 8 + 8);
+}
+
+TEST(ModuleTree, TinyGemma3TextHoldsTheEmbedScaleAndARotaryTablePerLayerType)
+{
+    json config = tinyLlama();
+    config["model_type"] = "gemma3_text";
+    config["head_dim"] = 6;
+    config["sliding_window_pattern"] = 2; // layer 0 local, layer 1 global
+    const ModuleTree tree = moduleTreeFromConfig(config, "cfg.json");
+    const std::string layer1 = R"(model.layers.1 Gemma3DecoderLayer noSplit
+model.layers.1.self_attn Gemma3Attention
+model.layers.1.self_attn.q_proj Linear
+  weight [12,8]
+model.layers.1.self_attn.k_proj Linear
+  weight [6,8]
+model.layers.1.self_attn.v_proj Linear
+  weight [6,8]
+model.layers.1.self_attn.o_proj Linear
+  weight [8,12]
+model.layers.1.self_attn.q_norm Gemma3RMSNorm
+  weight [6]
+model.layers.1.self_attn.k_norm Gemma3RMSNorm
+  weight [6]
+model.layers.1.mlp Gemma3MLP
+model.layers.1.mlp.gate_proj Linear
+  weight [12,8]
+model.layers.1.mlp.up_proj Linear
+  weight [12,8]
+model.layers.1.mlp.down_proj Linear
+  weight [8,12]
+model.layers.1.input_layernorm Gemma3RMSNorm
+  weight [8]
+model.layers.1.post_attention_layernorm Gemma3RMSNorm
+  weight [8]
+model.layers.1.pre_feedforward_layernorm Gemma3RMSNorm
+  weight [8]
+model.layers.1.post_feedforward_layernorm Gemma3RMSNorm
+  weight [8]
+model.norm Gemma3RMSNorm
+  weight [8]
+model.rotary_emb Gemma3RotaryEmbedding
+  buffer full_attention_inv_freq [3] float32 non-persistent
+  buffer sliding_attention_inv_freq [3] float32 non-persistent
+lm_head Linear
+  weight [16,8] tied model.embed_tokens.weight
+)";
+    const std::string listing = dump(tree);
+    EXPECT_EQ(listing.substr(0, listing.find("model.layers ModuleList")), R"( Gemma3ForCausalLM
+model Gemma3TextModel
+model.embed_tokens Gemma3TextScaledWordEmbedding
+  weight [16,8]
+  buffer embed_scale [] float32 non-persistent
+)");
+    ASSERT_NE(listing.find("model.layers.1 "), std::string::npos);
+    EXPECT_EQ(listing.substr(listing.find("model.layers.1 ")), layer1);
+    EXPECT_EQ(tree.noSplitClasses, std::vector<std::string>{"Gemma3DecoderLayer"});
+    EXPECT_EQ(tree.parameterCount(), 16 * 8 + 2 * ((96 + 48 + 48 + 96) + 2 * 6 + 3 * 96 + 4 * 8) + 8);
+    EXPECT_EQ(engine::model::LlamaConfig::fromJson(config, "cfg.json").parameterCount(), tree.parameterCount());
+}
+
 // Hand-derived parameter counts of Qwen3 shapes: V vocab, h hidden, a heads, g kv heads, d head_dim,
 // f intermediate, L layers.
 int64_t qwen3Count(int64_t V, int64_t h, int64_t a, int64_t g, int64_t d, int64_t f, int64_t L, bool tied)

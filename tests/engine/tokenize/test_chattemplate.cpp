@@ -494,3 +494,58 @@ TEST(ChatTemplateErrors, TextThatIsNotUtf8IsRefused)
     const auto chat = ChatTemplate::parse("{{ messages[0].content }}");
     expectError([&] { chat.render({{"user", "\xc3"}}, false, {}); }, ErrorKind::InvalidInput, "chat message 0 content");
 }
+
+// --- Gemma's template (gemma.jinja: the chat_template of Gemma 2's tokenizer_config.json) ---
+
+// Expected strings derived by hand from the template: "assistant" becomes "model", each content is
+// trimmed (the filter binds tighter than +), every turn ends with "<end_of_turn>\n".
+TEST(ChatTemplateGemma, TurnsAreStartOfTurnRoleAndTrimmedContent)
+{
+    const auto chat = ChatTemplate::parse(readFile(dataDir() / "gemma.jinja"));
+    const Tokens tokens = {{"bos_token", "<bos>"}, {"eos_token", "<eos>"}};
+    const std::vector<ChatMessage> messages = {{"user", "Q1"}, {"assistant", "A1 "}, {"user", " Q2\n"}};
+    EXPECT_EQ(chat.render(messages, true, tokens),
+              "<bos><start_of_turn>user\nQ1<end_of_turn>\n<start_of_turn>model\nA1<end_of_turn>\n"
+              "<start_of_turn>user\nQ2<end_of_turn>\n<start_of_turn>model\n");
+    EXPECT_EQ(chat.render({{"user", "Hi"}}, false, tokens), "<bos><start_of_turn>user\nHi<end_of_turn>\n");
+
+    const std::vector<ChatMessage> withAnswers = {
+        {"user", "Q1"}, {"assistant", "A1 "}, {"user", "Q2"}, {"assistant", "A\u00e92"}};
+    const std::string text = chat.render(withAnswers, false, tokens);
+    const Spans spans = assistantSpans(chat, withAnswers, tokens);
+    ASSERT_EQ(spans.size(), 2u);
+    EXPECT_EQ(text.substr(spans[0].first, spans[0].second - spans[0].first), "A1<end_of_turn>\n");
+    EXPECT_EQ(text.substr(spans[1].first, spans[1].second - spans[1].first), "A\u00e92<end_of_turn>\n");
+    const std::string header = "<start_of_turn>model\n";
+    EXPECT_EQ(text.substr(spans[0].first - header.size(), header.size()), header);
+    EXPECT_EQ(spans[1].second, text.size());
+}
+
+TEST(ChatTemplateGemma, SystemTurnsAndRolesOutOfOrderAreRefusedWithTheTemplatesMessage)
+{
+    const auto chat = ChatTemplate::parse(readFile(dataDir() / "gemma.jinja"));
+    expectError([&] { chat.render({{"system", "S"}, {"user", "Q"}}, true, {}); }, ErrorKind::InvalidInput,
+                "System role not supported");
+    expectError([&] { chat.render({{"user", "Q"}, {"user", "Q again"}}, true, {}); }, ErrorKind::InvalidInput,
+                "Conversation roles must alternate");
+}
+
+// Gemma 3's template as its folder ships it (the chat_template of the tokenizer_config.json in
+// tests/data/tokenize/reference/gemma3): a system message becomes a prefix of the first user turn.
+TEST(ChatTemplateGemma, Gemma3FoldsTheSystemMessageIntoTheFirstUserTurn)
+{
+    const fs::path config = fs::path(TUNEBENCH_TEST_DATA) / "tokenize" / "reference" / "gemma3" / "tokenizer_config.json";
+    const auto chat = ChatTemplate::parse(nlohmann::json::parse(readFile(config)).at("chat_template").get<std::string>());
+    const Tokens tokens = {{"bos_token", "<bos>"}, {"eos_token", "<eos>"}};
+    EXPECT_EQ(chat.render({{"system", "Be brief."}, {"user", " Q1 "}, {"assistant", "A1"}, {"user", "Q2"}}, true, tokens),
+              "<bos><start_of_turn>user\nBe brief.\n\nQ1<end_of_turn>\n<start_of_turn>model\nA1<end_of_turn>\n"
+              "<start_of_turn>user\nQ2<end_of_turn>\n<start_of_turn>model\n");
+    EXPECT_EQ(chat.render({{"user", "Hi"}}, false, tokens), "<bos><start_of_turn>user\nHi<end_of_turn>\n");
+    const std::vector<ChatMessage> withAnswers = {{"system", "S"}, {"user", "Q1"}, {"assistant", "A1 "}};
+    const std::string text = chat.render(withAnswers, false, tokens);
+    const Spans spans = assistantSpans(chat, withAnswers, tokens);
+    ASSERT_EQ(spans.size(), 1u);
+    EXPECT_EQ(text.substr(spans[0].first, spans[0].second - spans[0].first), "A1<end_of_turn>\n");
+    expectError([&] { chat.render({{"system", "S"}, {"assistant", "A"}}, true, tokens); }, ErrorKind::InvalidInput,
+                "Conversation roles must alternate");
+}

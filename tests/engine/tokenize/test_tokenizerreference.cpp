@@ -129,3 +129,7 @@ TEST(TokenizerReference, Llama3WithBosTemplate)
 TEST(TokenizerReference, Qwen3ByteLevelNfc) { compareWithReference("qwen3"); }
 
 TEST(TokenizerReference, Llama2StyleByteFallback) { compareWithReference("llama2"); }
+
+// Gemma 3: SentencePiece-style BPE without a prefix space, byte fallback, <start_of_turn> among
+// thousands of added tokens.
+TEST(TokenizerReference, Gemma3ByteFallbackNoPrefixSpace) { compareWithReference("gemma3"); }

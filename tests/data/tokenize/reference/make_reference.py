@@ -38,6 +38,7 @@ CASES = {
     ("llama3", "expected-bos.json"): {"package": "tokenizer-llama3", "edit": HERE / "llama3" / "bos-post-processor.json"},
     ("qwen3", "expected.json"): {"package": "tokenizer-qwen3"},
     ("llama2", "expected.json"): {"package": "tokenizer-llama2"},
+    ("gemma3", "expected.json"): {"package": "tokenizer-gemma3"},
 }
 
 
