@@ -27,6 +27,7 @@ SPECIAL_TOKENS = {
     "mistral": {"bos_token": "<s>", "eos_token": "</s>"},
     "features": {"bos_token": "<s>", "eos_token": "</s>"},
     "qwen3": {"eos_token": "<|im_end|>"},
+    "gemma": {"bos_token": "<bos>", "eos_token": "<eos>"},
 }
 
 

@@ -283,11 +283,11 @@ TEST_P(ChatTemplateReference, EveryConversationMatchesJinja2)
 }
 
 INSTANTIATE_TEST_SUITE_P(Templates, ChatTemplateReference,
-                         testing::Values("chatml", "llama2", "llama3", "zephyr", "mistral", "features", "qwen3"));
+                         testing::Values("chatml", "llama2", "llama3", "zephyr", "mistral", "features", "qwen3", "gemma"));
 
 TEST(ChatTemplateReference, ExpectedFileCoversEveryTemplate)
 {
-    EXPECT_EQ(readJson("expected.json").at("cases").size(), 98u); // 7 templates x 7 conversations x 2
+    EXPECT_EQ(readJson("expected.json").at("cases").size(), 112u); // 8 templates x 7 conversations x 2
 }
 
 // --- small templates, expected strings from jinja2 ---
