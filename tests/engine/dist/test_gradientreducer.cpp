@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <mutex>
 #include <thread>
 
 using engine::dist::DistributedEnv;
@@ -69,6 +70,10 @@ std::unique_ptr<DistributedGroup> connect(int rank, int world, int port, const s
 struct Net : torch::nn::Module {
     Net()
     {
+        // Ranks build their nets on two threads at once: seeding and drawing from torch's one default
+        // generator must not interleave, or the ranks (and the reference) start from different weights.
+        static std::mutex generator;
+        const std::lock_guard<std::mutex> lock(generator);
         torch::manual_seed(7);
         a = register_module("a", torch::nn::Linear(16, 32));
         b = register_module("b", torch::nn::Linear(32, 32));
