@@ -84,8 +84,8 @@
 namespace engine::plan {
 namespace {
 
-enum class Role { Other, Norm, Q, K, V, Qkv, AttnOut, Gate, Up, Down, MlpIn, MlpOut, Router, Experts, FinalNorm, Head,
-                  Embedding };
+enum class Role { Other, Norm, Q, K, V, Qkv, FusedQkv, AttnOut, Gate, Up, GateUp, Down, MlpIn, MlpOut, Router, Experts,
+                  FinalNorm, Head, Embedding };
 
 Role roleOf(const FlatTree &t, int node, const ArchInfo &arch, bool insideBlock)
 {
@@ -115,6 +115,9 @@ Role roleOf(const FlatTree &t, int node, const ArchInfo &arch, bool insideBlock)
         if (local == "gate_proj") return Role::Gate;
         if (local == "up_proj") return Role::Up;
         if (local == "down_proj") return Role::Down;
+        // Phi-3's fused projections: q, k and v in one Linear, gate and up in another.
+        if (local == "qkv_proj") return Role::FusedQkv;
+        if (local == "gate_up_proj") return Role::GateUp;
     } else if (family == "gpt") {
         if (local == "c_attn" || local == "query_key_value") return Role::Qkv;
         if ((local == "c_proj" && parent == "attn") || (local == "dense" && parent == "attention")) return Role::AttnOut;
@@ -393,10 +396,14 @@ NodeCosts computeCosts(const FlatTree &t, const PlanModel &model, const PlanSett
             case Role::K: saved = e * B * out; group = 1; break; // k at its g heads (no repeat_kv)
             case Role::V: saved = e * B * out + softmax; group = 1; break;
             case Role::Qkv: saved = (trainedModule(node) ? e * B * h : 0) + 3 * e * B * h + softmax; group = 1; break;
+            // q, k and v as views of one output (a + 2g heads of d): what Q, K and V save between them.
+            case Role::FusedQkv: saved = (trainedModule(node) ? e * B * h : 0) + e * B * out + softmax; group = 1; break;
             case Role::AttnOut: saved = trainedModule(node) ? e * B * in : 0; group = 2; break;
             // The MLP's width from its own Linear (qwen3_moe's dense layers are wider than its experts).
             case Role::Gate: saved = (trainedModule(node) ? e * B * h : 0) + 2 * e * B * out; group = 3; break;
             case Role::Up: saved = e * B * out; group = 3; break;
+            // gate and up as halves of one output (2f), plus silu(gate): what Gate and Up save between them.
+            case Role::GateUp: saved = (trainedModule(node) ? e * B * h : 0) + e * B * out + e * B * (out / 2); group = 3; break;
             case Role::Down: saved = trainedModule(node) ? e * B * in : 0; group = 4; break;
             case Role::Router: saved = moeRouterSavedBytes(B, h, out, arch.expertsPerToken, e, full); group = 3; break;
             case Role::Experts: {

@@ -50,9 +50,6 @@ ArchInfo archInfo(const model::ModuleTree &tree, const json &config)
         const auto embed = shapeOf("model.embed_tokens.weight");
         a.vocab = embed.size() == 2 ? embed[0] : 0;
         a.hidden = embed.size() == 2 ? embed[1] : 0;
-        const auto gate = shapeOf("model.layers.0.mlp.gate_proj.weight");
-        const auto experts = shapeOf("model.layers.0.mlp.experts.down_proj"); // [experts, hidden, width]
-        a.intermediate = gate.size() == 2 ? gate[0] : experts.size() == 3 ? experts[2] : 0;
         const model::ModuleNode *layers = tree.find("model.layers");
         a.layers = layers ? static_cast<int64_t>(layers->children.size()) : 0;
         // Each layer's attention window, declared once by the config (LlamaConfig::attentionWindow).
@@ -61,14 +58,17 @@ ArchInfo archInfo(const model::ModuleTree &tree, const json &config)
         const model::LlamaConfig attention = moe ? moeConfig.dense : model::LlamaConfig::fromJson(config, "config.json");
         for (int64_t i = 0; i < a.layers; ++i)
             a.attentionWindows.push_back(attention.attentionWindow(i));
+        // The MLP's width as the config declares it (Phi-3 fuses gate and up into one gate_up_proj); a
+        // mixture of experts' from its experts ([experts, hidden, width]).
+        const auto experts = shapeOf("model.layers.0.mlp.experts.down_proj");
+        a.intermediate = moe && experts.size() == 3 ? experts[2] : attention.intermediateSize;
         if (moe) {
             a.experts = moeConfig.numExperts;
             a.expertsPerToken = moeConfig.expertsPerToken;
         }
         a.heads = intField(config, {"num_attention_heads"}, 32);
         a.kvHeads = intField(config, {"num_key_value_heads"}, a.heads);
-        const auto q = shapeOf("model.layers.0.self_attn.q_proj.weight");
-        a.headDim = q.empty() ? a.hidden / a.heads : q[0] / a.heads;
+        a.headDim = attention.effectiveHeadDim();
     } else if (tree.modelType == "gpt2" || tree.modelType == "chatglm") {
         a.family = "gpt";
         const bool glm = tree.modelType == "chatglm";

@@ -49,6 +49,8 @@ std::vector<std::string> defaultLoraTargets(const std::string &modelType)
         return {"query_key_value"};
     if (modelType == "gpt2")
         return {"c_attn"};
+    if (modelType == "phi3")
+        return {"qkv_proj"}; // q, k and v in one Linear, PEFT's default target for Phi-3
     return {"q_proj", "v_proj"};
 }
 

@@ -52,7 +52,7 @@ struct PlanSettings {
 };
 
 /// The LoRA targets used when none are given: q_proj,v_proj (llama family, PEFT's default),
-/// query_key_value (chatglm), c_attn (gpt2).
+/// query_key_value (chatglm), c_attn (gpt2), qkv_proj (phi3).
 std::vector<std::string> defaultLoraTargets(const std::string &modelType);
 
 } // namespace engine::plan
