@@ -366,7 +366,8 @@ NodeCosts computeCosts(const FlatTree &t, const PlanModel &model, const PlanSett
         const int64_t h = arch.hidden;
         const int64_t f = arch.intermediate;
         const int64_t ad = arch.heads * arch.headDim;
-        const int64_t softmax = (4 + (e != 4 ? e : 0)) * S;
+        // Gemma 2's soft-capped scores keep tanh's output (e*S) besides the softmax.
+        const int64_t softmax = (4 + (e != 4 ? e : 0)) * S + (arch.attentionSoftcap ? e * S : 0);
         const auto trainedModule = [&](int node) { return full && node >= 0; };
         // Input groups already saved in fp32 by a LoRA sibling (fp32 models share one input).
         std::set<std::pair<int, int>> loraInputSaved;
@@ -416,7 +417,8 @@ NodeCosts computeCosts(const FlatTree &t, const PlanModel &model, const PlanSett
             case Role::MlpIn: saved = (trainedModule(node) ? e * B * h : 0) + e * B * f; group = 3; break;
             case Role::MlpOut: saved = trainedModule(node) ? e * B * in : 0; group = 4; break;
             case Role::Head:
-                c.logitsForward[i] = 8 * B * out;
+                // Gemma's soft-capped logits keep tanh's output, in the logits' dtype, for backward.
+                c.logitsForward[i] = 8 * B * out + (arch.logitSoftcap ? e * B * out : 0);
                 c.logitsBackward[i] = 8 * B * out;
                 break;
             case Role::Embedding: break;

@@ -62,6 +62,8 @@ ArchInfo archInfo(const model::ModuleTree &tree, const json &config)
         // mixture of experts' from its experts ([experts, hidden, width]).
         const auto experts = shapeOf("model.layers.0.mlp.experts.down_proj");
         a.intermediate = moe && experts.size() == 3 ? experts[2] : attention.intermediateSize;
+        a.attentionSoftcap = attention.attnLogitSoftcapping > 0;
+        a.logitSoftcap = attention.finalLogitSoftcapping > 0;
         if (moe) {
             a.experts = moeConfig.numExperts;
             a.expertsPerToken = moeConfig.expertsPerToken;

@@ -36,6 +36,8 @@ struct ArchInfo {
     /// Per decoder layer, its attention window (LlamaConfig::attentionWindow: a query sees itself and the
     /// window - 1 keys before it); 0 = full attention. Empty when the architecture declares none.
     std::vector<int64_t> attentionWindows = {};
+    bool attentionSoftcap = false; ///< gemma2: scores go through tanh (its output is kept for backward)
+    bool logitSoftcap = false;     ///< gemma: logits go through tanh (its output is kept for backward)
     std::string outputHead;   ///< "generic": the module whose output is the logits ("" = none found)
 };
 

@@ -83,3 +83,34 @@ TEST(PlanFusedProjections, Phi3sDefaultLoraTargetIsItsFusedQkv)
     }
     EXPECT_EQ(targets, 2) << "one per layer";
 }
+
+// Gemma 2's soft-capping keeps tanh's output: e*S more per layer's attention (the scores), e*B*V more for
+// the logits, by hand against the same config without soft-capping.
+TEST(PlanSoftcap, Gemma2KeepsTheTanhOfItsScoresAndLogits)
+{
+    json capped = {{"model_type", "gemma2"},        {"vocab_size", 64},        {"hidden_size", 32},
+                   {"intermediate_size", 48},        {"num_hidden_layers", 2},  {"num_attention_heads", 4},
+                   {"num_key_value_heads", 2},       {"head_dim", 8},           {"torch_dtype", "float32"},
+                   {"bos_token_id", 2},              {"eos_token_id", 1},       {"pad_token_id", 0},
+                   {"attn_logit_softcapping", 50.0}, {"final_logit_softcapping", 30.0}, {"sliding_window", 4}};
+    json plain = capped;
+    plain["attn_logit_softcapping"] = nullptr;
+    plain["final_logit_softcapping"] = nullptr;
+    const PlanModel withCaps = planModelFromConfig(capped, "capped.json");
+    const PlanModel without = planModelFromConfig(plain, "plain.json");
+    EXPECT_TRUE(withCaps.arch.attentionSoftcap && withCaps.arch.logitSoftcap);
+    EXPECT_FALSE(without.arch.attentionSoftcap || without.arch.logitSoftcap);
+    const FlatTree flat = flatten(withCaps.tree);
+    const NodeCosts a = fullTrainingCosts(withCaps, flat);
+    const NodeCosts b = fullTrainingCosts(without, flatten(without.tree));
+    const int64_t e = 4, B = 2 * 16, V = 64, S = 2 * 4 * 16 * 16;
+    int64_t savedA = 0, savedB = 0, logitsA = 0, logitsB = 0;
+    for (size_t i = 0; i < flat.nodes.size(); ++i) {
+        savedA += a.saved[i];
+        savedB += b.saved[i];
+        logitsA += a.logitsForward[i];
+        logitsB += b.logitsForward[i];
+    }
+    EXPECT_EQ(savedA - savedB, 2 * e * S) << "two layers";
+    EXPECT_EQ(logitsA - logitsB, e * B * V);
+}
