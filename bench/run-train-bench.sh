@@ -10,7 +10,8 @@
 # default. REFERENCE_MALLOC=tuned gives the Python side the same glibc settings (MALLOC_*_ variables),
 # for the like-for-like ratio of everything else.
 #   usage: bench/run-train-bench.sh [rounds] [threads] [cases]    cases default: "demo:full demo:lora 30m:full 30m:lora"
-#          (also qwen3-30m:full qwen3-30m:lora: the ~30 M size as Qwen3, with per-head q/k norms)
+#          (also qwen3-30m:full qwen3-30m:lora, gemma3-30m:full gemma3-30m:lora: the ~30 M size as Qwen3 and as
+#          Gemma 3's text layers)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}

@@ -1,11 +1,11 @@
 // Training throughput of the engine: the step `tunebench train` runs (forward, summed cross-entropy over
 // the tokens, backward, clipping by global norm, the engine's AdamW with decay on matrices only), on
 // random tokens, for full fine-tuning or LoRA, on the demo model's config or a ~30 M-parameter one (LLaMA,
-// or Qwen3 with its q/k norms).
+// Qwen3 with its q/k norms, or Gemma 3's text layer).
 // The same step in Python is bench/train_step_bench.py. Prints one JSON line, with the fp32 matmul
 // rate measured in the same process for the model FLOPs utilisation.
 //   usage: train_step_bench [--steps N] [--warmup N] [--batch B] [--seq T] [--threads N]
-//                           [--config demo|30m|qwen3-30m] [--method full|lora] [--lora-r R]
+//                           [--config demo|30m|qwen3-30m|gemma3-30m] [--method full|lora] [--lora-r R]
 
 #include "engine/core/blascheck.h"
 #include "engine/core/mallocpolicy.h"
@@ -51,6 +51,20 @@ engine::model::LlamaConfig configQwen3_30m()
     return c;
 }
 
+/// Gemma 3's text layer at the same size: 1 + w norms, four per layer, GeGLU (tanh GELU), q/k norms,
+/// scaled embeddings, 5 sliding layers (window 64, rotary base 1e4) to 1 full layer (base 1e6).
+engine::model::LlamaConfig configGemma3_30m()
+{
+    engine::model::LlamaConfig c = configQwen3_30m();
+    c.modelType = "gemma3_text";
+    c.hiddenAct = "gelu_pytorch_tanh";
+    c.queryPreAttnScalar = 64;
+    c.slidingWindow = 64;
+    c.slidingWindowPattern = 6;
+    c.ropeLocalBaseFreq = 1e4;
+    return c;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -73,9 +87,10 @@ int main(int argc, char **argv)
     engine::applyThreadCount(threads);
     engine::keepFreedMemoryForReuse(); // as runTraining does
     torch::manual_seed(0);
-    const engine::model::LlamaConfig config = configName == "30m"         ? config30m()
-                                              : configName == "qwen3-30m" ? configQwen3_30m()
-                                                                          : engine::model::demoConfig();
+    const engine::model::LlamaConfig config = configName == "30m"          ? config30m()
+                                              : configName == "qwen3-30m"  ? configQwen3_30m()
+                                              : configName == "gemma3-30m" ? configGemma3_30m()
+                                                                           : engine::model::demoConfig();
     engine::model::LlamaForCausalLM model(config);
     model->initializeWeights(0);
     if (method == "lora") {

@@ -10,19 +10,24 @@ import torch.nn.functional as F
 # The engine's demoConfig() (engine/model/llamaconfig.cpp) and the ~30 M configs of train_step_bench.cpp:
 # (vocab, hidden, intermediate, layers, heads, kv heads); qwen3-30m adds Qwen3's per-head RMSNorm of q and
 # k (over head_dim, after the projection, before rotary), GQA, rope_theta 1e6 and rms_norm_eps 1e-6.
+# gemma3-30m is Gemma 3's text layer at that size: RMSNorm x * (1 + w), embeddings times sqrt(hidden), GeGLU
+# with the tanh GELU, four norms per layer, q/k norms, scores scaled by query_pre_attn_scalar^-0.5 (= head_dim),
+# five sliding layers (window 64, rotary base 1e4) to one full layer (base 1e6), as transformers' Gemma 3.
 CONFIGS = {"demo": (2048, 192, 512, 4, 6, 2), "30m": (8192, 512, 1376, 8, 8, 8),
-           "qwen3-30m": (8192, 512, 1376, 8, 8, 4)}
-QWEN3 = {"qwen3-30m"}
+           "qwen3-30m": (8192, 512, 1376, 8, 8, 4), "gemma3-30m": (8192, 512, 1376, 8, 8, 4)}
+QWEN3, GEMMA3 = {"qwen3-30m"}, {"gemma3-30m"}
+GEMMA_WINDOW, GEMMA_PATTERN, GEMMA_LOCAL_THETA = 64, 6, 10000.0
 VOCAB, HIDDEN, INTER, LAYERS, HEADS, KV_HEADS = CONFIGS["demo"]
-EPS, THETA, QK_NORM = 1e-5, 10000.0, False
+EPS, THETA, QK_NORM, GEMMA = 1e-5, 10000.0, False, False
 HEAD_DIM = HIDDEN // HEADS
 
 
 def use_config(name):
-    global VOCAB, HIDDEN, INTER, LAYERS, HEADS, KV_HEADS, HEAD_DIM, EPS, THETA, QK_NORM
+    global VOCAB, HIDDEN, INTER, LAYERS, HEADS, KV_HEADS, HEAD_DIM, EPS, THETA, QK_NORM, GEMMA
     VOCAB, HIDDEN, INTER, LAYERS, HEADS, KV_HEADS = CONFIGS[name]
     HEAD_DIM = HIDDEN // HEADS
-    EPS, THETA, QK_NORM = (1e-6, 1e6, True) if name in QWEN3 else (1e-5, 10000.0, False)
+    EPS, THETA, QK_NORM = (1e-6, 1e6, True) if name in QWEN3 | GEMMA3 else (1e-5, 10000.0, False)
+    GEMMA = name in GEMMA3
 
 
 class LoraLinear(nn.Module):
@@ -46,11 +51,14 @@ class LoraLinear(nn.Module):
 class RMSNorm(nn.Module):
     def __init__(self, dim):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(dim))
+        self.weight = nn.Parameter(torch.zeros(dim) if GEMMA else torch.ones(dim))
 
     def forward(self, x):
         xf = x.float()
-        return self.weight * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS)).to(x.dtype)
+        normed = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS)
+        if GEMMA:  # weight stored as an offset from 1, applied in float32
+            return (normed * (1.0 + self.weight.float())).to(x.dtype)
+        return self.weight * normed.to(x.dtype)
 
 
 def rotate_half(x):
@@ -80,7 +88,7 @@ class Attention(nn.Module):
         k = k * cos + rotate_half(k) * sin
         k = k.repeat_interleave(HEADS // KV_HEADS, dim=1)
         v = v.repeat_interleave(HEADS // KV_HEADS, dim=1)
-        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(HEAD_DIM) + mask
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(HEAD_DIM) + mask  # gemma3: scalar = head_dim
         probs = F.softmax(scores.float(), dim=-1).to(q.dtype)
         out = torch.matmul(probs, v).transpose(1, 2).reshape(b, t, HIDDEN)
         return self.o_proj(out)
@@ -94,6 +102,8 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(INTER, HIDDEN, bias=False)
 
     def forward(self, x):
+        if GEMMA:
+            return self.down_proj(F.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
@@ -102,8 +112,13 @@ class Layer(nn.Module):
         super().__init__()
         self.self_attn, self.mlp = Attention(), MLP()
         self.input_layernorm, self.post_attention_layernorm = RMSNorm(HIDDEN), RMSNorm(HIDDEN)
+        if GEMMA:
+            self.pre_feedforward_layernorm, self.post_feedforward_layernorm = RMSNorm(HIDDEN), RMSNorm(HIDDEN)
 
     def forward(self, x, cos, sin, mask):
+        if GEMMA:  # norms before and after attention and the MLP
+            x = x + self.post_attention_layernorm(self.self_attn(self.input_layernorm(x), cos, sin, mask))
+            return x + self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(x)))
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
         return x + self.mlp(self.post_attention_layernorm(x))
 
@@ -117,14 +132,25 @@ class Model(nn.Module):
 
     def forward(self, ids):
         t = ids.shape[1]
-        inv = 1.0 / (THETA ** (torch.arange(0, HEAD_DIM, 2).float() / HEAD_DIM))
-        freqs = torch.outer(torch.arange(t).float(), inv)
-        emb = torch.cat((freqs, freqs), dim=-1)
-        cos, sin = emb.cos(), emb.sin()
+
+        def rotary(theta):
+            inv = 1.0 / (theta ** (torch.arange(0, HEAD_DIM, 2).float() / HEAD_DIM))
+            freqs = torch.outer(torch.arange(t).float(), inv)
+            emb = torch.cat((freqs, freqs), dim=-1)
+            return emb.cos(), emb.sin()
+
+        cos, sin = rotary(THETA)
         mask = torch.full((t, t), float("-inf")).triu(1)
         x = self.embed_tokens(ids)
-        for layer in self.layers:
-            x = layer(x, cos, sin, mask)
+        if GEMMA:
+            x = x * torch.tensor(HIDDEN ** 0.5, dtype=x.dtype)
+            local_cos, local_sin = rotary(GEMMA_LOCAL_THETA)
+            local_mask = mask.masked_fill(torch.ones(t, t, dtype=torch.bool).tril(-GEMMA_WINDOW), float("-inf"))
+        for i, layer in enumerate(self.layers):
+            if GEMMA and (i + 1) % GEMMA_PATTERN != 0:
+                x = layer(x, local_cos, local_sin, local_mask)
+            else:
+                x = layer(x, cos, sin, mask)
         return F.linear(self.norm(x), self.embed_tokens.weight)  # tied embeddings
 
 
