@@ -438,8 +438,33 @@ DatasetPreview previewData(const TrainingParams &params, JobControl &control, Tr
     return preview;
 }
 
-TrainingOutcome runTraining(const TrainingParams &params, JobControl &control, TrainingObserver &observer)
+namespace {
+
+/// LoRA's stock targets (q_proj, v_proj, PEFT's default for LLaMA) name no module of a model with fused
+/// projections (Phi-3's qkv_proj): such a model gets PEFT's default for it instead, said in the log. Any
+/// other choice is the user's and stays. A config that cannot be read is left for prepare() to name.
+TrainingParams withModelLoraDefaults(const TrainingParams &requested, TrainingObserver &observer)
 {
+    TrainingParams params = requested;
+    if (params.method != TrainingMethod::Lora || params.modelPath.empty() || !params.lora.targetRegex.empty()
+        || params.lora.targets != model::LoraSettings().targets)
+        return params;
+    try {
+        if (model::LlamaConfig::fromFile(params.modelPath).hasFusedProjections()) {
+            params.lora.targets = {"qkv_proj"};
+            observer.onLog(LogLevel::Info, "LoRA targets qkv_proj: this model fuses q, k and v into one projection "
+                                           "(PEFT's default for it; --lora-targets chooses others)");
+        }
+    } catch (const std::exception &) {
+    }
+    return params;
+}
+
+} // namespace
+
+TrainingOutcome runTraining(const TrainingParams &requested, JobControl &control, TrainingObserver &observer)
+{
+    const TrainingParams params = withModelLoraDefaults(requested, observer);
     TrainingOutcome outcome;
     std::optional<store::RunStore> store;
     std::optional<PreparedJob> job;

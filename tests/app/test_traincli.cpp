@@ -324,6 +324,39 @@ TEST_F(TrainCliTest, Qwen3LoraRunExportsAnAdapterThatScoresAsTheReference)
     EXPECT_GT(moved, 1e-3) << "the trained adapter changed the model";
 }
 
+// Phi-3 fuses q, k and v: a LoRA run without --lora-targets adapts qkv_proj (PEFT's default for it), says so,
+// and its adapter names that target; resuming it with --resume RUN alone keeps it.
+TEST_F(TrainCliTest, Phi3LoraWithoutTargetsAdaptsItsFusedQkv)
+{
+    if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+        GTEST_SKIP() << "/usr/bin/python3 cannot import torch (install python3-torch)";
+    const fs::path model = dir() / "phi3";
+    const std::string make = "/usr/bin/python3 '" TINY_PHI3_SCRIPT "' '" + model.string() + "'";
+    ASSERT_EQ(std::system(make.c_str()), 0) << make;
+    {
+        std::ofstream data(dir() / "phi3-ids.jsonl");
+        for (int row = 0; row < 16; ++row) {
+            json ids = json::array();
+            for (int t = 0; t < 12; ++t)
+                ids.push_back((7 * t + row) % 64);
+            data << json{{"input_ids", ids}}.dump() << '\n';
+        }
+    }
+    const fs::path runDir = dir() / "phi3-run";
+    const ProcessResult trained = run({"train", "--model", model.string(), "--data", (dir() / "phi3-ids.jsonl").string(),
+                                       "--method", "lora", "--steps", "2", "--batch-size", "2", "--seq-len", "8",
+                                       "--threads", "1", "--output", runDir.string()},
+                                      "phi3-lora");
+    ASSERT_EQ(trained.exitCode, 0) << trained.err;
+    EXPECT_NE((trained.out + trained.err).find("LoRA targets qkv_proj"), std::string::npos) << trained.out << trained.err;
+    const json config = json::parse(slurp(runDir / "adapter" / "adapter_config.json"));
+    EXPECT_EQ(config.at("target_modules"), json::array({"qkv_proj"}));
+
+    const ProcessResult resumed = run({"train", "--resume", runDir.string(), "--steps", "4"}, "phi3-resume");
+    ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
+    EXPECT_EQ(json::parse(slurp(runDir / "adapter" / "adapter_config.json")).at("target_modules"), json::array({"qkv_proj"}));
+}
+
 // Gemma 2 and Gemma 3 text end to end: folders as Hugging Face saves them (make_tiny_gemma.py), a LoRA
 // run through the soft-caps, GeGLU and four norms per layer with gradient checkpointing, `export --peft`,
 // and the exported adapter scored by the float64 reference as `score --adapter` scores it, on prompts
