@@ -377,7 +377,7 @@ TEST_F(PlanCliTest, ListModels)
 
     const json list = runJson({"--list-models"});
     ASSERT_TRUE(list.is_array());
-    EXPECT_EQ(list.size(), 25u);
+    EXPECT_EQ(list.size(), 26u);
     bool mistral = false;
     for (const json &e : list) {
         for (const char *key : {"name", "display_name", "repo_id", "model_type", "parameters"})

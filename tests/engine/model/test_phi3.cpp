@@ -203,3 +203,19 @@ TEST(Phi3Config, UnsupportedKeysAreRefusedByName)
     refused("partial_rotary_factor", 0.0);
     refused("attention_bias", true);
 }
+
+// Phi-3 mini 4k's published config (the plan catalog's copy), counted by hand from its shapes: embeddings and
+// the untied head 32064 x 3072 each; per layer qkv_proj 3072 x 9216 (32 heads + 2 x 32 kv heads of 96), o_proj
+// 3072 x 3072, gate_up_proj 3072 x 16384, down_proj 8192 x 3072 and two norms of 3072; a final norm.
+TEST(Phi3Config, PhiThreeMiniCountsItsPublishedSize)
+{
+    const fs::path file = fs::path(TUNEBENCH_TEST_DATA) / ".." / ".." / "resources" / "plan-catalog" / "phi-3-mini-4k.json";
+    std::ifstream in(file);
+    const nlohmann::json entry = nlohmann::json::parse(in);
+    const LlamaConfig config = LlamaConfig::fromJson(entry.at("config"), file.string());
+    const int64_t h = 3072, V = 32064, f = 8192;
+    const int64_t layer = h * 3 * h + h * h + h * 2 * f + f * h + 2 * h;
+    EXPECT_EQ(config.parameterCount(), 2 * V * h + 32 * layer + h);
+    EXPECT_EQ(config.parameterCount(), 3821079552) << "3.8 B as published";
+    EXPECT_EQ(entry.at("tunebench_catalog").at("parameters").get<int64_t>(), config.parameterCount());
+}

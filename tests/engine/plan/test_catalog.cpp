@@ -29,7 +29,7 @@ TEST(PlanCatalog, ListsTheShippedModelsInNaturalOrder)
     const std::vector<std::string> expected = {
         "chatglm-6b",   "gemma-2-2b",   "gemma-2-9b",   "gemma-3-1b",    "gemma-3-4b",    "gpt2",
         "llama-3.1-8b", "llama-3.1-70b", "llama-3.2-1b",
-        "llama-3.2-3b", "mistral-7b-v0.3", "mixtral-8x7b", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b",
+        "llama-3.2-3b", "mistral-7b-v0.3", "mixtral-8x7b", "phi-3-mini-4k", "qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b",
         "qwen2.5-7b",   "qwen2.5-14b",  "qwen2.5-32b", "qwen3-0.6b",   "qwen3-1.7b",   "qwen3-4b",
         "qwen3-8b",     "qwen3-14b",    "qwen3-30b-a3b", "qwen3-32b",
     };
