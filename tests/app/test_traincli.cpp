@@ -345,7 +345,7 @@ TEST_F(TrainCliTest, Phi3LoraWithoutTargetsAdaptsItsFusedQkv)
     const fs::path runDir = dir() / "phi3-run";
     const ProcessResult trained = run({"train", "--model", model.string(), "--data", (dir() / "phi3-ids.jsonl").string(),
                                        "--method", "lora", "--steps", "2", "--batch-size", "2", "--seq-len", "8",
-                                       "--threads", "1", "--output", runDir.string()},
+                                       "--lr", "0.05", "--threads", "1", "--output", runDir.string()},
                                       "phi3-lora");
     ASSERT_EQ(trained.exitCode, 0) << trained.err;
     EXPECT_NE((trained.out + trained.err).find("LoRA targets qkv_proj"), std::string::npos) << trained.out << trained.err;
@@ -355,6 +355,35 @@ TEST_F(TrainCliTest, Phi3LoraWithoutTargetsAdaptsItsFusedQkv)
     const ProcessResult resumed = run({"train", "--resume", runDir.string(), "--steps", "4"}, "phi3-resume");
     ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
     EXPECT_EQ(json::parse(slurp(runDir / "adapter" / "adapter_config.json")).at("target_modules"), json::array({"qkv_proj"}));
+
+    // The exported adapter scores through the float64 reference as `score --adapter` scores it.
+    const fs::path peft = dir() / "phi3-peft";
+    ASSERT_EQ(run({"export", "--run", runDir.string(), "--peft", peft.string()}, "phi3-peft").exitCode, 0);
+    const std::vector<int64_t> ids = {3, 14, 15, 9, 26, 5, 35, 8, 9, 7};
+    std::string idText;
+    for (int64_t id : ids)
+        idText += (idText.empty() ? "" : ",") + std::to_string(id);
+    const ProcessResult scored = run({"score", "--model", model.string(), "--adapter", peft.string(), "--ids", idText,
+                                      "--json", "--threads", "1"},
+                                     "phi3-score");
+    ASSERT_EQ(scored.exitCode, 0) << scored.err;
+    const std::vector<double> adapted = json::parse(scored.out).at("logprobs");
+    const json cases = json::array({{{"model_dir", model.string()}, {"adapter_dir", peft.string()}, {"ids", ids}}});
+    std::ofstream(dir() / "phi3-cases.json") << cases.dump();
+    const std::string command = "/usr/bin/python3 '" MODEL_REFERENCE_SCRIPT "' --score '" + (dir() / "phi3-cases.json").string()
+        + "' '" + (dir() / "phi3-ref.json").string() + "'";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    const std::vector<double> reference = json::parse(slurp(dir() / "phi3-ref.json"))[0].at("logprobs");
+    ASSERT_EQ(reference.size(), adapted.size());
+    const ProcessResult base = run({"score", "--model", model.string(), "--ids", idText, "--json", "--threads", "1"}, "phi3-base");
+    ASSERT_EQ(base.exitCode, 0) << base.err;
+    const std::vector<double> plain = json::parse(base.out).at("logprobs");
+    double moved = 0;
+    for (size_t t = 0; t < reference.size(); ++t) {
+        EXPECT_NEAR(adapted[t], reference[t], 1e-4) << "position " << t;
+        moved = std::max(moved, std::abs(adapted[t] - plain[t]));
+    }
+    EXPECT_GT(moved, 1e-3) << "the trained adapter changed the model";
 }
 
 // Gemma 2 and Gemma 3 text end to end: folders as Hugging Face saves them (make_tiny_gemma.py), a LoRA
