@@ -179,7 +179,9 @@ public:
 
     void header(const json &object)
     {
-        if (!object.is_object() || object.value("format", std::string()) != "tunebench-trace")
+        // Checked by type first: json::value() throws type_error when "format" holds another type.
+        const auto format = object.is_object() ? object.find("format") : object.end();
+        if (format == object.end() || !format->is_string() || format->get<std::string>() != "tunebench-trace")
             throw invalidInput(m_name + " is not a tunebench trace (its first line is not a trace header)");
         const Line line(object, m_name + " line 1");
         const int64_t version = line.integer("version");

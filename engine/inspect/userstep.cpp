@@ -99,7 +99,8 @@ std::filesystem::path baseFolderOf(const std::filesystem::path &modelFolder, boo
     } catch (const nlohmann::json::exception &e) {
         throw invalidInput((modelFolder / "adapter_config.json").string() + ": not valid JSON (" + e.what() + ")");
     }
-    const std::string base = config.value("base_model_name_or_path", std::string());
+    const auto baseField = config.is_object() ? config.find("base_model_name_or_path") : config.end();
+    const std::string base = baseField != config.end() && baseField->is_string() ? baseField->get<std::string>() : std::string();
     if (base.empty() || !std::filesystem::is_directory(base)) {
         throw invalidInput((modelFolder / "adapter_config.json").string() + ": its base model \"" + base
                            + "\" is not a folder here; the adapter cannot be inspected without it");

@@ -118,7 +118,8 @@ const model::ModuleNode *tokenEmbedding(const model::ModuleNode &root, int64_t v
 // it with the embedding, so the tree needs it too.
 void addTiedHead(model::ModuleTree &tree, const json &config, int64_t vocab, std::vector<std::string> &warnings)
 {
-    if (!config.is_object() || outputHead(tree) || config.value("tie_word_embeddings", true) == false)
+    const auto tied = config.is_object() ? config.find("tie_word_embeddings") : config.end();
+    if (!config.is_object() || outputHead(tree) || (tied != config.end() && *tied == false))
         return;
     const model::ModuleNode *embedding = tokenEmbedding(tree.root, vocab);
     if (!embedding)

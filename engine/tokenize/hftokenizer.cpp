@@ -277,7 +277,10 @@ struct HfTokenizer::Impl {
         }
         if (const auto extra = config.find("additional_special_tokens"); extra != config.end() && extra->is_array()) {
             for (const json &token : *extra) {
-                const std::string name = token.is_string() ? token.get<std::string>() : token.value("content", "");
+                const auto content = token.is_object() ? token.find("content") : token.end();
+                const std::string name = token.is_string() ? token.get<std::string>()
+                                         : content != token.end() && content->is_string() ? content->get<std::string>()
+                                                                                          : std::string();
                 if (const int id = tokenToId(name); id >= 0)
                     special.insert(id);
             }

@@ -71,7 +71,8 @@ ExportResult exportRun(const fs::path &runFolder, ExportKind kind, const fs::pat
         const std::string configText = readFile(source / "adapter_config.json");
         checkJsonNesting(configText, (source / "adapter_config.json").string());
         const auto config = nlohmann::json::parse(configText, nullptr, false);
-        const std::string base = config.is_object() ? config.value("base_model_name_or_path", std::string()) : std::string();
+        const auto baseField = config.is_object() ? config.find("base_model_name_or_path") : config.end();
+        const std::string base = baseField != config.end() && baseField->is_string() ? baseField->get<std::string>() : std::string();
         if (base.empty() || !model::holdsWeights(base)) {
             throw invalidInput((source / "adapter_config.json").string() + ": base_model_name_or_path \"" + base
                                + "\" is not a model folder with weights here; the merged model needs the base");

@@ -179,6 +179,9 @@ TEST(TraceFile, BadTracesAreRefusedByName)
     EXPECT_EQ(refusal(""), "t.jsonl is not a tunebench trace (it is empty)");
     EXPECT_EQ(refusal("hello\n"), "t.jsonl is not a tunebench trace (its first line is not JSON)");
     EXPECT_EQ(refusal(R"({"format": "other"})" "\n"), "t.jsonl is not a tunebench trace (its first line is not a trace header)");
+    // Found by CI's fuzzing: a "format" of another type escaped as json::type_error from json::value().
+    EXPECT_EQ(refusal(R"({"format": ["decode.py"]})" "\n"), "t.jsonl is not a tunebench trace (its first line is not a trace header)");
+    EXPECT_EQ(refusal(R"({"format": 1})" "\n"), "t.jsonl is not a tunebench trace (its first line is not a trace header)");
     EXPECT_NE(refusal(R"({"format": "tunebench-trace", "version": 2})" "\n").find(
                   "trace version 2 is newer than this tunebench reads (1)"),
               std::string::npos);
