@@ -8,6 +8,7 @@
 #include "engine/io/pytorchbin.h"
 #include "engine/io/safetensorsfile.h"
 #include "engine/io/torchscriptmodule.h"
+#include "engine/model/configfields.h"
 #include "engine/model/llamamodel.h"
 #include "engine/model/pretrained.h"
 #include "engine/tokenize/tokenizer.h"
@@ -99,8 +100,7 @@ std::filesystem::path baseFolderOf(const std::filesystem::path &modelFolder, boo
     } catch (const nlohmann::json::exception &e) {
         throw invalidInput((modelFolder / "adapter_config.json").string() + ": not valid JSON (" + e.what() + ")");
     }
-    const auto baseField = config.is_object() ? config.find("base_model_name_or_path") : config.end();
-    const std::string base = baseField != config.end() && baseField->is_string() ? baseField->get<std::string>() : std::string();
+    const std::string base = model::configfields::stringOrEmpty(config, "base_model_name_or_path");
     if (base.empty() || !std::filesystem::is_directory(base)) {
         throw invalidInput((modelFolder / "adapter_config.json").string() + ": its base model \"" + base
                            + "\" is not a folder here; the adapter cannot be inspected without it");

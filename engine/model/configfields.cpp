@@ -98,4 +98,12 @@ json readConfigFile(const std::filesystem::path &path, std::string &source)
     }
 }
 
+std::string stringOrEmpty(const json &object, const char *key)
+{
+    if (!object.is_object())
+        return {};
+    const auto it = object.find(key);
+    return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 } // namespace engine::model::configfields

@@ -36,6 +36,9 @@ void readDouble(const nlohmann::json &object, const char *key, double &out, cons
 void readBool(const nlohmann::json &object, const char *key, bool &out, const std::string &source);
 /// Reads a string; a missing key leaves `out`.
 void readString(const nlohmann::json &object, const char *key, std::string &out, const std::string &source);
+/// The string at `key`, or "" when `object` is no object, the key is missing or holds another type (for
+/// readers whose own check of the value says what is wrong; json::value() would throw type_error instead).
+std::string stringOrEmpty(const nlohmann::json &object, const char *key);
 /// Throws naming `field` and the limits unless low <= value <= high.
 void checkRange(const std::string &source, const std::string &field, int64_t value, int64_t low, int64_t high);
 

@@ -177,8 +177,7 @@ MoeConfig MoeConfig::fromJson(const json &config, const std::string &source)
 {
     if (!config.is_object())
         throw invalidInput(source + ": a model config must be a JSON object, got " + describe(config));
-    const auto typeField = config.find("model_type");
-    const std::string type = typeField != config.end() && typeField->is_string() ? typeField->get<std::string>() : std::string();
+    const std::string type = configfields::stringOrEmpty(config, "model_type");
     const MoeArchitecture *arch = architectureOf(type);
     if (!arch)
         throw fieldError(source, "model_type", "is \"" + type + "\": not a mixture-of-experts model (mixtral, qwen3_moe)");

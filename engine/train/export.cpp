@@ -3,6 +3,7 @@
 #include "engine/core/atomicfile.h"
 #include "engine/core/error.h"
 #include "engine/core/jsonnesting.h"
+#include "engine/model/configfields.h"
 #include "engine/model/pretrained.h"
 #include "engine/store/runfolder.h"
 #include "engine/tokenize/tokenizer.h"
@@ -71,8 +72,7 @@ ExportResult exportRun(const fs::path &runFolder, ExportKind kind, const fs::pat
         const std::string configText = readFile(source / "adapter_config.json");
         checkJsonNesting(configText, (source / "adapter_config.json").string());
         const auto config = nlohmann::json::parse(configText, nullptr, false);
-        const auto baseField = config.is_object() ? config.find("base_model_name_or_path") : config.end();
-        const std::string base = baseField != config.end() && baseField->is_string() ? baseField->get<std::string>() : std::string();
+        const std::string base = model::configfields::stringOrEmpty(config, "base_model_name_or_path");
         if (base.empty() || !model::holdsWeights(base)) {
             throw invalidInput((source / "adapter_config.json").string() + ": base_model_name_or_path \"" + base
                                + "\" is not a model folder with weights here; the merged model needs the base");
